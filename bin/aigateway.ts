@@ -1,0 +1,185 @@
+#!/usr/bin/env node
+// aigateway CLI — the composition root (DESIGN.md §1).
+//   serve     run the gateway standalone on a state file (hot-reloaded)
+//   validate  check a state file and every saved config in it
+//   operator  run the Kubernetes operator (lands with the operator)
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadStateFromFiles } from '../proxy/config/state-loader.ts';
+import { createGatewayLogger } from '../proxy/observability/request-log.ts';
+import { StateLoadError, startGateway } from '../proxy/standalone-gateway.ts';
+
+const USAGE = `Usage: aigateway <command> [options]
+
+Commands:
+  serve      Run the gateway standalone
+               --config <file>       state file      (env AIGATEWAY_CONFIG, required)
+               --credentials <file>  credentials file (env AIGATEWAY_CREDENTIALS, optional)
+               --port <n>            listen port     (env AIGATEWAY_PORT, default 8787)
+               --host <h>            listen address  (env AIGATEWAY_HOST, default 127.0.0.1)
+               --data-dir <dir>      local stores    (env AIGATEWAY_DATA_DIR, default .data)
+               --log-file <file>     request log     (env AIGATEWAY_LOG_FILE, default stdout)
+               --log-level <level>   (env AIGATEWAY_LOG_LEVEL, default info)
+               --max-body-bytes <n>  (env AIGATEWAY_MAX_BODY_BYTES, default 20971520)
+  validate <file> [--credentials <file>]
+             Check a state file; exit 0 when valid, 1 otherwise
+  operator   Run the Kubernetes operator (not available yet)
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serve(rest);
+    case 'validate':
+      return validate(rest);
+    case 'operator':
+      process.stderr.write('aigateway operator: not available in this build yet.\n');
+      return 2;
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`aigateway: unknown command "${command}"\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+/** A flag wins over its environment variable, which wins over the default. */
+function pick(flag: string | undefined, envName: string, fallback?: string): string | undefined {
+  if (flag !== undefined) return flag;
+  const fromEnv = process.env[envName];
+  return fromEnv !== undefined && fromEnv !== '' ? fromEnv : fallback;
+}
+
+function positiveInteger(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0) throw new UsageError(`${name} must be a non-negative integer, got "${value}"`);
+  return parsed;
+}
+
+class UsageError extends Error {}
+
+async function serve(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      config: { type: 'string' },
+      credentials: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'data-dir': { type: 'string' },
+      'log-file': { type: 'string' },
+      'log-level': { type: 'string' },
+      'max-body-bytes': { type: 'string' },
+    },
+    strict: true,
+  });
+  const configPath = pick(values.config, 'AIGATEWAY_CONFIG');
+  if (configPath === undefined) throw new UsageError('serve needs --config <file> (or AIGATEWAY_CONFIG)');
+  const port = positiveInteger(pick(values.port, 'AIGATEWAY_PORT', '8787'), 'port') ?? 8787;
+  const host = pick(values.host, 'AIGATEWAY_HOST', '127.0.0.1') ?? '127.0.0.1';
+  const dataDir = resolve(pick(values['data-dir'], 'AIGATEWAY_DATA_DIR', '.data') ?? '.data');
+  const credentialsPath = pick(values.credentials, 'AIGATEWAY_CREDENTIALS');
+  const bodyLimitBytes = positiveInteger(pick(values['max-body-bytes'], 'AIGATEWAY_MAX_BODY_BYTES'), 'max-body-bytes');
+  const logger = createGatewayLogger({
+    level: pick(values['log-level'], 'AIGATEWAY_LOG_LEVEL', 'info'),
+    destination: pick(values['log-file'], 'AIGATEWAY_LOG_FILE'),
+  });
+  mkdirSync(dataDir, { recursive: true });
+
+  const env = { ...process.env };
+  ensureGatewayApiKey(resolve(configPath), env);
+
+  const gateway = await startGateway({
+    sources: { statePath: resolve(configPath), credentialsPath: credentialsPath && resolve(credentialsPath) },
+    env,
+    logger,
+    port,
+    host,
+    bodyLimitBytes,
+  });
+  process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir})\n`);
+
+  let closing = false;
+  const shutdown = (signal: string): void => {
+    if (closing) return;
+    closing = true;
+    process.stderr.write(`aigateway: ${signal}, draining…\n`);
+    gateway.close().then(
+      () => {
+        logger.flush();
+        process.exit(0);
+      },
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  return -1; // keep running
+}
+
+// `npm start` must work with no setup and never with a fixed default key: when the state
+// file asks for GATEWAY_API_KEY and it is unset, this run gets a random one, printed once.
+function ensureGatewayApiKey(statePath: string, env: Record<string, string | undefined>): void {
+  if (env['GATEWAY_API_KEY'] !== undefined && env['GATEWAY_API_KEY'] !== '') return;
+  let text: string;
+  try {
+    text = readFileSync(statePath, 'utf8');
+  } catch {
+    return; // the loader reports the unreadable file
+  }
+  if (!text.includes('${GATEWAY_API_KEY')) return;
+  const key = `gw-${randomBytes(24).toString('base64url')}`;
+  env['GATEWAY_API_KEY'] = key;
+  process.stderr.write(`GATEWAY_API_KEY is not set; this run's gateway API key is:\n  ${key}\n`);
+}
+
+async function validate(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { credentials: { type: 'string' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  const file = positionals[0];
+  if (file === undefined) throw new UsageError('validate needs a file: aigateway validate <file>');
+  // Unset variables are reported as errors except GATEWAY_API_KEY, which serve generates.
+  const env = { GATEWAY_API_KEY: 'placeholder-for-validation', ...process.env };
+  const result = await loadStateFromFiles(
+    { statePath: resolve(file), credentialsPath: values.credentials && resolve(values.credentials) },
+    env,
+  );
+  const problems = result.ok ? result.warnings : [...result.errors, ...result.warnings];
+  for (const problem of problems) process.stdout.write(`✗ ${problem}\n`);
+  if (problems.length > 0) {
+    process.stdout.write(`${file}: invalid (${problems.length} problem${problems.length === 1 ? '' : 's'})\n`);
+    return 1;
+  }
+  process.stdout.write(`${file}: valid\n`);
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`aigateway: ${(error as Error).message}\n\n${USAGE}`);
+      process.exitCode = 2;
+    } else if (error instanceof StateLoadError) {
+      process.stderr.write(`aigateway: ${error.message}\n`);
+      process.exitCode = 1;
+    } else {
+      process.stderr.write(`aigateway: ${(error as Error).stack ?? String(error)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

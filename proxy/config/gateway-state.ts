@@ -1,0 +1,132 @@
+import { createHash } from 'node:crypto';
+import type { RoutingConfig } from './routing-config-schema.ts';
+import { parseRoutingConfig, formatConfigIssues } from './routing-config-validation.ts';
+import type { CredentialsDocument, GatewayStateDocument, ProviderEntry } from './state-schema.ts';
+
+// The immutable runtime snapshot built from one state document. Requests capture the
+// current snapshot on entry and use it to the end, so a reload never changes a request
+// half-way. Everything a request needs to look up is precomputed here.
+
+export type GatewayScope = 'inference' | 'admin';
+
+export interface GatewayApiKey {
+  readonly id: string;
+  readonly workspace: string;
+  readonly organisation: string | undefined;
+  readonly scopes: ReadonlySet<GatewayScope>;
+  /** sha256 of the key; the key itself is never kept. */
+  readonly digest: Buffer;
+}
+
+export type SavedProvider = Readonly<ProviderEntry>;
+
+export interface SavedConfig {
+  readonly id: string;
+  readonly config: RoutingConfig;
+}
+
+export interface GatewayState {
+  /** Content hash of the sources this snapshot was built from (exported as a metric). */
+  readonly hash: string;
+  readonly apiKeysByDigest: ReadonlyMap<string, GatewayApiKey>;
+  readonly providersBySlug: ReadonlyMap<string, SavedProvider>;
+  readonly providersByVirtualKey: ReadonlyMap<string, SavedProvider>;
+  readonly configs: ReadonlyMap<string, SavedConfig>;
+  /** Saved configs that failed validation: id → issues. They answer 400; the rest serve. */
+  readonly invalidConfigs: ReadonlyMap<string, readonly string[]>;
+  readonly document: Readonly<GatewayStateDocument>;
+}
+
+export interface BuildResult {
+  state: GatewayState | undefined;
+  /** Problems that reject the whole document. */
+  errors: string[];
+  /** Problems confined to one entry (an invalid saved config); the snapshot still serves. */
+  warnings: string[];
+}
+
+export function sha256Hex(text: string | Buffer): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** Builds the runtime snapshot; pure apart from hashing. */
+export function buildGatewayState(
+  document: GatewayStateDocument,
+  credentials: CredentialsDocument | undefined,
+  hash: string,
+): BuildResult {
+  const errors: string[] = [];
+  const warnings: string[] = [];
+
+  const apiKeysByDigest = new Map<string, GatewayApiKey>();
+  const seenKeyIds = new Set<string>();
+  document.apiKeys.forEach((entry, index) => {
+    if (seenKeyIds.has(entry.id)) errors.push(`apiKeys[${index}].id: duplicate id "${entry.id}"`);
+    seenKeyIds.add(entry.id);
+    const secret = credentials?.apiKeys[entry.id];
+    const digestHex = digestOf(secret?.key ?? entry.key, secret?.keyHash ?? entry.keyHash);
+    if (digestHex === undefined) {
+      errors.push(`apiKeys[${index}]: no key or keyHash for "${entry.id}"`);
+      return;
+    }
+    if (apiKeysByDigest.has(digestHex)) {
+      errors.push(`apiKeys[${index}]: the same key is already used by "${apiKeysByDigest.get(digestHex)?.id}"`);
+    }
+    apiKeysByDigest.set(digestHex, {
+      id: entry.id,
+      workspace: entry.workspace,
+      organisation: entry.organisation,
+      scopes: new Set(entry.scopes),
+      digest: Buffer.from(digestHex, 'hex'),
+    });
+  });
+
+  const providersBySlug = new Map<string, SavedProvider>();
+  const providersByVirtualKey = new Map<string, SavedProvider>();
+  document.providers.forEach((entry, index) => {
+    if (providersBySlug.has(entry.slug)) errors.push(`providers[${index}].slug: duplicate slug "${entry.slug}"`);
+    const apiKey = credentials?.providers[entry.slug]?.apiKey ?? entry.apiKey;
+    const provider: SavedProvider = Object.freeze({ ...entry, apiKey: apiKey || undefined });
+    providersBySlug.set(entry.slug, provider);
+    if (entry.virtualKey !== undefined) {
+      if (providersByVirtualKey.has(entry.virtualKey)) {
+        errors.push(`providers[${index}].virtualKey: duplicate virtual key`);
+      }
+      providersByVirtualKey.set(entry.virtualKey, provider);
+    }
+  });
+
+  const configs = new Map<string, SavedConfig>();
+  const invalidConfigs = new Map<string, readonly string[]>();
+  document.configs.forEach((entry, index) => {
+    if (configs.has(entry.id) || invalidConfigs.has(entry.id)) {
+      errors.push(`configs[${index}].id: duplicate id "${entry.id}"`);
+      return;
+    }
+    const parsed = parseRoutingConfig(entry.config);
+    if (parsed.success) {
+      configs.set(entry.id, { id: entry.id, config: parsed.config });
+    } else {
+      invalidConfigs.set(entry.id, parsed.issues);
+      warnings.push(`configs[${index}] "${entry.id}" is invalid and will answer 400: ${formatConfigIssues(parsed.issues)}`);
+    }
+  });
+
+  if (errors.length > 0) return { state: undefined, errors, warnings };
+  const state: GatewayState = {
+    hash,
+    apiKeysByDigest,
+    providersBySlug,
+    providersByVirtualKey,
+    configs,
+    invalidConfigs,
+    document,
+  };
+  return { state: Object.freeze(state), errors, warnings };
+}
+
+function digestOf(key: string | undefined, keyHash: string | undefined): string | undefined {
+  if (key !== undefined && key !== '') return sha256Hex(key);
+  if (keyHash !== undefined && /^sha256:[0-9a-fA-F]{64}$/.test(keyHash)) return keyHash.slice(7).toLowerCase();
+  return undefined;
+}

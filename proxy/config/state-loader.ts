@@ -1,0 +1,101 @@
+import { readFile } from 'node:fs/promises';
+import { load as loadYaml } from 'js-yaml';
+import type { z } from 'zod';
+import { substituteEnv } from './env-substitution.ts';
+import { buildGatewayState, sha256Hex, type GatewayState } from './gateway-state.ts';
+import { CredentialsSchema, GatewayStateSchema } from './state-schema.ts';
+
+// load → substitute ${ENV} → validate → build snapshot. Nothing here swaps the live
+// snapshot: the caller decides (a failed load keeps the last good one serving).
+
+export interface StateSources {
+  /** The state YAML (the ConfigMap's file in a cluster). */
+  statePath: string;
+  /** Optional credentials YAML (the Secret's file in a cluster). */
+  credentialsPath?: string | undefined;
+}
+
+export type LoadResult =
+  | { ok: true; state: GatewayState; warnings: string[] }
+  | { ok: false; errors: string[]; warnings: string[] };
+
+export interface SourceTexts {
+  state: string;
+  credentials?: string | undefined;
+}
+
+export async function readStateSources(sources: StateSources): Promise<SourceTexts> {
+  const state = await readFile(sources.statePath, 'utf8');
+  const credentials =
+    sources.credentialsPath === undefined ? undefined : await readFile(sources.credentialsPath, 'utf8');
+  return { state, credentials };
+}
+
+/** Content hash over every source, so a change in either file triggers a reload. */
+export function hashSources(texts: SourceTexts): string {
+  return sha256Hex(`${texts.state}\u0000${texts.credentials ?? ''}`).slice(0, 16);
+}
+
+/** Parses and validates source texts into a snapshot; never throws. */
+export function loadStateFromTexts(
+  texts: SourceTexts,
+  env: Readonly<Record<string, string | undefined>>,
+): LoadResult {
+  const stateDoc = parseDocument(texts.state, 'state', env, GatewayStateSchema);
+  const credentialsDoc =
+    texts.credentials === undefined
+      ? { value: undefined, errors: [] }
+      : parseDocument(texts.credentials, 'credentials', env, CredentialsSchema);
+  const errors = [...stateDoc.errors, ...credentialsDoc.errors];
+  if (errors.length > 0 || stateDoc.value === undefined) return { ok: false, errors, warnings: [] };
+  const built = buildGatewayState(stateDoc.value, credentialsDoc.value, hashSources(texts));
+  if (built.state === undefined) return { ok: false, errors: built.errors, warnings: built.warnings };
+  return { ok: true, state: built.state, warnings: built.warnings };
+}
+
+export async function loadStateFromFiles(
+  sources: StateSources,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<LoadResult> {
+  let texts: SourceTexts;
+  try {
+    texts = await readStateSources(sources);
+  } catch (error) {
+    return { ok: false, errors: [`cannot read state: ${(error as Error).message}`], warnings: [] };
+  }
+  return loadStateFromTexts(texts, env);
+}
+
+function parseDocument<S extends z.ZodType>(
+  text: string,
+  label: string,
+  env: Readonly<Record<string, string | undefined>>,
+  schema: S,
+): { value: z.output<S> | undefined; errors: string[] } {
+  let raw: unknown;
+  try {
+    raw = loadYaml(text);
+  } catch (error) {
+    return { value: undefined, errors: [`${label}: invalid YAML: ${(error as Error).message.split('\n')[0]}`] };
+  }
+  if (raw === undefined || raw === null) raw = {};
+  const substituted = substituteEnv(raw, env);
+  const parsed = schema.safeParse(substituted.value);
+  const errors = substituted.issues.map((issue) => `${label}: ${issue}`);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      errors.push(`${label}: ${formatPath(issue.path)}: ${issue.message}`);
+    }
+    return { value: undefined, errors };
+  }
+  return { value: errors.length > 0 ? undefined : parsed.data, errors };
+}
+
+function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out === '' ? String(part) : `.${String(part)}`;
+  }
+  return out === '' ? '(root)' : out;
+}

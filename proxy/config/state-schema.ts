@@ -1,0 +1,76 @@
+import { z } from 'zod';
+
+// The gateway state file: the one document the operator renders and the proxy serves.
+// Its top-level lists map one-to-one onto the CRDs (DESIGN.md §1). Saved routing configs
+// are validated one by one afterwards, so one bad config does not take the others down.
+
+const SLUG = /^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$/;
+
+export const ApiKeyEntrySchema = z
+  .strictObject({
+    id: z.string().min(1),
+    key: z.string().min(8, 'must be at least 8 characters').optional(),
+    keyHash: z
+      .string()
+      .regex(/^sha256:[0-9a-fA-F]{64}$/, 'must look like sha256:<64 hex digits>')
+      .optional(),
+    workspace: z.string().min(1).default('default'),
+    organisation: z.string().optional(),
+    scopes: z.array(z.enum(['inference', 'admin'])).default(['inference']),
+  })
+  .refine((entry) => (entry.key === undefined) !== (entry.keyHash === undefined), {
+    message: 'exactly one of key or keyHash is required',
+  });
+
+export const ProviderEntrySchema = z.strictObject({
+  slug: z.string().regex(SLUG, 'must be letters, digits, ".", "_" or "-" (at most 63)'),
+  provider: z.string().min(1),
+  virtualKey: z.string().min(1).optional(),
+  apiKey: z.string().optional(),
+  customHost: z.url({ protocol: /^https?$/ }).optional(),
+  organization: z.string().optional(),
+  project: z.string().optional(),
+  // Provider-family options (api versions, regions, deployments…): shaped by each adapter.
+  options: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const SavedConfigEntrySchema = z.strictObject({
+  id: z.string().min(1),
+  // Validated separately with the routing config schema (see gateway-state.ts).
+  config: z.unknown(),
+});
+
+// Later features (prompts, guardrails, rate-limit policies) own the shape of their entries.
+const IdentifiedEntrySchema = z.looseObject({ id: z.string().min(1) });
+
+export const EgressSchema = z.strictObject({
+  allow: z.array(z.string().min(1)).default([]),
+});
+
+export const GatewayStateSchema = z.strictObject({
+  apiKeys: z.array(ApiKeyEntrySchema).default([]),
+  providers: z.array(ProviderEntrySchema).default([]),
+  configs: z.array(SavedConfigEntrySchema).default([]),
+  prompts: z.array(IdentifiedEntrySchema).default([]),
+  guardrails: z.array(IdentifiedEntrySchema).default([]),
+  rateLimitPolicies: z.array(IdentifiedEntrySchema).default([]),
+  egress: EgressSchema.default({ allow: [] }),
+});
+
+export type GatewayStateDocument = z.infer<typeof GatewayStateSchema>;
+export type ApiKeyEntry = z.infer<typeof ApiKeyEntrySchema>;
+export type ProviderEntry = z.infer<typeof ProviderEntrySchema>;
+export type SavedConfigEntry = z.infer<typeof SavedConfigEntrySchema>;
+
+/** Credentials kept apart from the state (the Secret in a cluster), merged by slug / id. */
+export const CredentialsSchema = z.strictObject({
+  providers: z.record(z.string(), z.strictObject({ apiKey: z.string() })).default({}),
+  apiKeys: z
+    .record(
+      z.string(),
+      z.strictObject({ key: z.string().min(8).optional(), keyHash: z.string().optional() }),
+    )
+    .default({}),
+});
+
+export type CredentialsDocument = z.infer<typeof CredentialsSchema>;

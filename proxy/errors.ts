@@ -1,0 +1,92 @@
+// The proxy's error codes, created in one place (like fastify's FST_ERR_*).
+// Every failure the gateway itself produces is a GatewayError; the HTTP edge turns
+// it into the OpenAI error shape once (see toErrorBody).
+
+export type OpenAIErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'timeout_error'
+  | 'rate_limit_error'
+  | 'api_error'
+  | 'server_error';
+
+interface ErrorCodeSpec {
+  readonly status: number;
+  readonly type: OpenAIErrorType;
+}
+
+/** Stable error codes; the HTTP status and OpenAI `type` travel with each code. */
+export const ERROR_CODES = {
+  AIGW_ERR_INVALID_BODY: { status: 400, type: 'invalid_request_error' },
+  AIGW_ERR_INVALID_JSON: { status: 400, type: 'invalid_request_error' },
+  AIGW_ERR_INVALID_HEADER: { status: 400, type: 'invalid_request_error' },
+  AIGW_ERR_INVALID_CONFIG: { status: 400, type: 'invalid_request_error' },
+  AIGW_ERR_MISSING_PROVIDER: { status: 400, type: 'invalid_request_error' },
+  AIGW_ERR_UNSUPPORTED_PROVIDER: { status: 400, type: 'invalid_request_error' },
+  AIGW_ERR_UNSUPPORTED_ENDPOINT: { status: 400, type: 'invalid_request_error' },
+  AIGW_ERR_MISSING_PROVIDER_KEY: { status: 400, type: 'invalid_request_error' },
+  AIGW_ERR_MISSING_API_KEY: { status: 401, type: 'authentication_error' },
+  AIGW_ERR_INVALID_API_KEY: { status: 401, type: 'authentication_error' },
+  AIGW_ERR_FORBIDDEN: { status: 403, type: 'permission_error' },
+  AIGW_ERR_NOT_FOUND: { status: 404, type: 'not_found_error' },
+  AIGW_ERR_UNKNOWN_CONFIG: { status: 404, type: 'not_found_error' },
+  AIGW_ERR_UNKNOWN_PROVIDER: { status: 404, type: 'not_found_error' },
+  AIGW_ERR_METHOD_NOT_ALLOWED: { status: 405, type: 'invalid_request_error' },
+  AIGW_ERR_REQUEST_TIMEOUT: { status: 408, type: 'timeout_error' },
+  AIGW_ERR_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error' },
+  AIGW_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'invalid_request_error' },
+  AIGW_ERR_RATE_LIMITED: { status: 429, type: 'rate_limit_error' },
+  AIGW_ERR_INTERNAL: { status: 500, type: 'server_error' },
+  AIGW_ERR_UPSTREAM_UNREACHABLE: { status: 502, type: 'api_error' },
+  AIGW_ERR_UPSTREAM_INVALID_RESPONSE: { status: 502, type: 'api_error' },
+  AIGW_ERR_TARGETS_UNAVAILABLE: { status: 503, type: 'api_error' },
+  AIGW_ERR_UPSTREAM_TIMEOUT: { status: 504, type: 'timeout_error' },
+} as const satisfies Record<string, ErrorCodeSpec>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface GatewayErrorOptions {
+  /** The request field or header at fault, reported as OpenAI's `param`. */
+  param?: string | null;
+  /** Overrides the code's default status (used for provider errors that keep their status). */
+  status?: number;
+  cause?: unknown;
+}
+
+/** An error the gateway answers with; its code is stable across versions. */
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly type: OpenAIErrorType;
+  readonly param: string | null;
+
+  constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GatewayError';
+    this.code = code;
+    this.status = options.status ?? ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
+    this.param = options.param ?? null;
+  }
+}
+
+export interface OpenAIErrorBody {
+  error: {
+    message: string;
+    type: string;
+    param: string | null;
+    code: string | null;
+    [extra: string]: unknown;
+  };
+}
+
+/** The OpenAI-shaped body for a gateway error. */
+export function toErrorBody(error: GatewayError): OpenAIErrorBody {
+  return { error: { message: error.message, type: error.type, param: error.param, code: error.code } };
+}
+
+export function isGatewayError(value: unknown): value is GatewayError {
+  return value instanceof GatewayError;
+}

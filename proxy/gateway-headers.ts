@@ -1,0 +1,25 @@
+// The gateway's own header names, in one place (spec: Authentication; DESIGN.md §2).
+
+export const HEADER = {
+  apiKey: 'x-gateway-api-key',
+  provider: 'x-gateway-provider',
+  virtualKey: 'x-gateway-virtual-key',
+  config: 'x-gateway-config',
+  customHost: 'x-gateway-custom-host',
+  traceId: 'x-gateway-trace-id',
+  metadata: 'x-gateway-metadata',
+  cacheForceRefresh: 'x-gateway-cache-force-refresh',
+  cacheNamespace: 'x-gateway-cache-namespace',
+  requestTimeout: 'x-gateway-request-timeout',
+  forwardHeaders: 'x-gateway-forward-headers',
+  // Response headers.
+  lastUsedOptionIndex: 'x-gateway-last-used-option-index',
+  retryAttemptCount: 'x-gateway-retry-attempt-count',
+  cacheStatus: 'x-gateway-cache-status',
+} as const;
+
+/** Reads a single-valued header; a repeated header counts as its first value. */
+export function headerValue(value: string | string[] | undefined): string | undefined {
+  if (Array.isArray(value)) return value[0];
+  return value;
+}

@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import { authenticateApiKey } from './auth/api-key-auth.ts';
+import type { GatewayState } from './config/gateway-state.ts';
+import { registerInferenceRoutes } from './endpoints/inference-routes.ts';
+import { GatewayError, isGatewayError, toErrorBody } from './errors.ts';
+import { HEADER, headerValue } from './gateway-headers.ts';
+import { statusClass, type GatewayMetrics } from './observability/gateway-metrics.ts';
+import { logRequest } from './observability/request-log.ts';
+import { newRequestContext } from './request-context.ts';
+
+// The data-plane HTTP server: hooks for trace id, auth and metadata; the inference routes;
+// health, readiness and metrics; errors in the OpenAI shape, converted here once.
+
+export interface GatewayServerOptions {
+  initialState: GatewayState;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  dispatcher: Dispatcher;
+  /** Largest accepted request body (bytes); larger → 413. */
+  bodyLimitBytes?: number;
+}
+
+export interface GatewayServer {
+  readonly app: FastifyInstance;
+  /** The snapshot new requests will use. */
+  currentState(): GatewayState;
+  /** Atomically switches new requests to `state`; in-flight requests keep theirs. */
+  swapState(state: GatewayState): void;
+  /** Readiness goes false (e.g. while draining). */
+  setReady(ready: boolean): void;
+}
+
+export const DEFAULT_BODY_LIMIT = 20 * 1024 * 1024;
+const MAX_TRACE_ID_LENGTH = 256;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The client's body bytes, kept so an unchanged body is forwarded untouched. */
+    rawBody: Buffer | undefined;
+  }
+}
+
+export function createGatewayServer(options: GatewayServerOptions): GatewayServer {
+  let state = options.initialState;
+  let ready = true;
+  const { logger, metrics } = options;
+  const bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
+
+  const app = Fastify({
+    logger: false,
+    bodyLimit,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    keepAliveTimeout: 72_000,
+    requestIdHeader: false,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  app.decorateRequest('gateway', null as never);
+  app.decorateRequest('rawBody', undefined);
+
+  // Keep the raw bytes and parse them once; the bytes are what gets forwarded.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
+    const raw = body as Buffer;
+    request.rawBody = raw;
+    if (raw.length === 0) {
+      done(new GatewayError('AIGW_ERR_INVALID_JSON', 'Request body is empty; expected a JSON object.'), undefined);
+      return;
+    }
+    try {
+      done(null, JSON.parse(raw.toString('utf8')));
+    } catch (error) {
+      done(new GatewayError('AIGW_ERR_INVALID_JSON', `Request body is not valid JSON: ${(error as Error).message}`), undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    const traceId = traceIdFor(headerValue(request.headers[HEADER.traceId]));
+    request.gateway = newRequestContext(traceId, state);
+    reply.header(HEADER.traceId, traceId);
+    if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
+    request.gateway.apiKey = authenticateApiKey(request.gateway.state, request.headers[HEADER.apiKey], 'inference');
+    request.gateway.metadata = parseMetadata(headerValue(request.headers[HEADER.metadata]));
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const context = request.gateway;
+    if (context === null || context === undefined) return;
+    const route = request.routeOptions.url ?? 'unmatched';
+    if (route === '/metrics' || route === '/health' || route === '/ready') return;
+    const status = reply.statusCode;
+    const labels = { route, provider: context.provider ?? 'none', status_class: statusClass(status) };
+    metrics.requests.inc(labels);
+    metrics.requestDuration.observe(labels, Number(process.hrtime.bigint() - context.startedAt) / 1e9);
+    logRequest(logger, context, request.method, route, status);
+  });
+
+  app.setErrorHandler((error: FastifyError | GatewayError, request, reply) => sendError(error, request, reply, logger));
+  app.setNotFoundHandler((request, reply) => {
+    const error = new GatewayError('AIGW_ERR_NOT_FOUND', `Unknown route: ${request.method} ${request.url.split('?')[0]}`);
+    return sendError(error, request, reply, logger);
+  });
+
+  app.get('/health', async () => ({ status: 'ok' }));
+  app.get('/ready', async (_request, reply) => {
+    if (!ready) return reply.code(503).send({ status: 'draining' });
+    return { status: 'ready', config_hash: state.hash };
+  });
+  app.get('/metrics', async (_request, reply) => {
+    reply.header('content-type', metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+
+  registerInferenceRoutes(app, options.dispatcher);
+
+  return {
+    app,
+    currentState: () => state,
+    swapState(next) {
+      state = next;
+    },
+    setReady(value) {
+      ready = value;
+    },
+  };
+}
+
+function traceIdFor(presented: string | undefined): string {
+  if (presented !== undefined && presented !== '' && presented.length <= MAX_TRACE_ID_LENGTH) return presented;
+  return randomUUID();
+}
+
+function parseMetadata(value: string | undefined): Record<string, unknown> | undefined {
+  if (value === undefined || value === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new GatewayError('AIGW_ERR_INVALID_HEADER', `${HEADER.metadata} must be a JSON object.`, { param: HEADER.metadata });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new GatewayError('AIGW_ERR_INVALID_HEADER', `${HEADER.metadata} must be a JSON object.`, { param: HEADER.metadata });
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function sendError(error: FastifyError | GatewayError, request: FastifyRequest, reply: FastifyReply, logger: Logger): FastifyReply {
+  const gatewayError = isGatewayError(error) ? error : fromFastifyError(error);
+  if (gatewayError.status >= 500 && !isGatewayError(error)) {
+    logger.error({ trace_id: request.gateway?.traceId, err: { message: error.message, code: error.code } }, 'internal error');
+  }
+  if (request.gateway !== null && request.gateway !== undefined) request.gateway.errorCode = gatewayError.code;
+  if (reply.sent || reply.raw.headersSent) return reply;
+  return reply.code(gatewayError.status).header('content-type', 'application/json; charset=utf-8').send(toErrorBody(gatewayError));
+}
+
+function fromFastifyError(error: FastifyError): GatewayError {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new GatewayError('AIGW_ERR_BODY_TOO_LARGE', 'Request body is too large.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new GatewayError('AIGW_ERR_UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.', {
+        param: 'content-type',
+      });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new GatewayError('AIGW_ERR_INVALID_JSON', 'Request body is not valid JSON.');
+    default:
+      break;
+  }
+  const status = error.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    return new GatewayError('AIGW_ERR_INVALID_BODY', error.message, { status });
+  }
+  return new GatewayError('AIGW_ERR_INTERNAL', 'Internal gateway error.', { cause: error });
+}

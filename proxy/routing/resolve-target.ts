@@ -1,0 +1,96 @@
+import type { GatewayState, SavedProvider } from '../config/gateway-state.ts';
+import type { RoutingConfig } from '../config/routing-config-schema.ts';
+import { GatewayError } from '../errors.ts';
+import { HEADER } from '../gateway-headers.ts';
+import type { ResolvedTarget } from '../providers/provider-adapter.ts';
+import { catalogEntry, catalogNames, GENERIC_COMPATIBLE_ADAPTER, NON_COMPATIBLE_FAMILIES } from '../providers/provider-catalog.ts';
+
+// A leaf of the config tree → the concrete upstream it calls. Pure: looks only at the
+// node and the snapshot. Saved providers (`@slug`, virtual keys) supply their own
+// credentials and host; a node's custom_host overrides the host.
+
+export function resolveTarget(node: RoutingConfig, path: string, state: GatewayState): ResolvedTarget {
+  const saved = savedProviderFor(node, state);
+  const providerName = saved?.provider ?? node.provider;
+  if (providerName === undefined) {
+    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `${path}: a target needs provider or virtual_key.`, {
+      param: HEADER.config,
+    });
+  }
+  const customHost = node.custom_host ?? saved?.customHost;
+  const entry = catalogEntry(providerName);
+  if (entry === undefined && (NON_COMPATIBLE_FAMILIES.has(providerName) || customHost === undefined)) {
+    throw new GatewayError(
+      'AIGW_ERR_UNSUPPORTED_PROVIDER',
+      `Provider "${providerName}" is not supported. Supported: ${catalogNames().join(', ')}; any OpenAI-compatible host works with ${HEADER.customHost}.`,
+      { param: HEADER.provider },
+    );
+  }
+  const base = customHost ?? entry?.baseUrl;
+  if (base === undefined) {
+    throw new GatewayError('AIGW_ERR_MISSING_PROVIDER', `Provider "${providerName}" is self-hosted: set ${HEADER.customHost} (or custom_host).`, {
+      param: HEADER.customHost,
+    });
+  }
+  const apiKey = saved?.apiKey ?? node.api_key;
+  if ((apiKey === undefined || apiKey === '') && customHost === undefined) {
+    throw new GatewayError(
+      'AIGW_ERR_MISSING_PROVIDER_KEY',
+      `No credentials for provider "${providerName}": send Authorization: Bearer <provider key>, or use a saved provider.`,
+      { param: 'authorization' },
+    );
+  }
+  const headers: Record<string, string> = {};
+  const organization = node.vendorA_organization ?? saved?.organization;
+  const project = node.vendorA_project ?? saved?.project;
+  if (organization !== undefined) headers['openai-organization'] = organization;
+  if (project !== undefined) headers['openai-project'] = project;
+  return {
+    path,
+    provider: providerName,
+    adapter: entry?.adapter ?? GENERIC_COMPATIBLE_ADAPTER,
+    baseUrl: normaliseBaseUrl(base, customHost !== undefined),
+    apiKey,
+    headers,
+    node,
+  };
+}
+
+function savedProviderFor(node: RoutingConfig, state: GatewayState): SavedProvider | undefined {
+  if (node.virtual_key !== undefined) {
+    const found = state.providersByVirtualKey.get(node.virtual_key) ?? state.providersBySlug.get(node.virtual_key);
+    if (found === undefined) {
+      throw new GatewayError('AIGW_ERR_UNKNOWN_PROVIDER', `No saved provider with virtual key "${node.virtual_key}".`, {
+        param: HEADER.virtualKey,
+      });
+    }
+    return found;
+  }
+  if (node.provider?.startsWith('@')) {
+    const slug = node.provider.slice(1);
+    const found = state.providersBySlug.get(slug);
+    if (found === undefined) {
+      throw new GatewayError('AIGW_ERR_UNKNOWN_PROVIDER', `No saved provider "@${slug}".`, { param: HEADER.provider });
+    }
+    return found;
+  }
+  return undefined;
+}
+
+function normaliseBaseUrl(base: string, fromUser: boolean): string {
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    throw new GatewayError('AIGW_ERR_INVALID_HEADER', `Custom host "${base}" is not an absolute URL.`, { param: HEADER.customHost });
+  }
+  if (fromUser && url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new GatewayError('AIGW_ERR_INVALID_HEADER', 'Custom host must be an http or https URL.', { param: HEADER.customHost });
+  }
+  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+    throw new GatewayError('AIGW_ERR_INVALID_HEADER', 'Custom host must not carry credentials, a query or a fragment.', {
+      param: HEADER.customHost,
+    });
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}

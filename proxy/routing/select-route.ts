@@ -1,0 +1,98 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { RoutingConfig } from '../config/routing-config-schema.ts';
+import { formatConfigIssues, parseRoutingConfig } from '../config/routing-config-validation.ts';
+import type { GatewayState } from '../config/gateway-state.ts';
+import { GatewayError } from '../errors.ts';
+import { HEADER, headerValue } from '../gateway-headers.ts';
+
+// Which config tree serves a request — the spec's four ways of naming a provider:
+//   3. x-gateway-config (inline JSON or a saved config id) — wins over the others;
+//   2. x-gateway-virtual-key;
+//   1. x-gateway-provider (name or @slug) + Authorization: Bearer;
+//   4. x-gateway-custom-host + x-gateway-provider (+ Authorization).
+// Ways 1, 2 and 4 become a one-leaf config, so every request runs the same routing code.
+// A config that names no provider itself (only retry, cache, …) takes the provider from
+// the headers of ways 1, 2 or 4.
+
+export interface RouteSelection {
+  readonly config: RoutingConfig;
+  /** Id of the saved config, when one was named. */
+  readonly configId: string | undefined;
+}
+
+const PROVIDER_KEYS = ['provider', 'virtual_key', 'strategy', 'targets'] as const;
+
+export function selectRoute(headers: IncomingHttpHeaders, state: GatewayState): RouteSelection {
+  const fromHeaders = providerFromHeaders(headers);
+  const configHeader = headerValue(headers[HEADER.config]);
+  if (configHeader === undefined || configHeader.trim() === '') {
+    if (fromHeaders === undefined) throw missingProvider();
+    return { config: fromHeaders, configId: undefined };
+  }
+  const { config, configId } = configFromHeader(configHeader.trim(), state);
+  const namesProvider = PROVIDER_KEYS.some((key) => config[key] !== undefined);
+  if (namesProvider) return { config, configId };
+  if (fromHeaders === undefined) throw missingProvider();
+  return { config: { ...fromHeaders, ...config }, configId };
+}
+
+function configFromHeader(value: string, state: GatewayState): RouteSelection {
+  if (value.startsWith('{')) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(value);
+    } catch {
+      throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `${HEADER.config} is not valid JSON.`, { param: HEADER.config });
+    }
+    const parsed = parseRoutingConfig(raw);
+    if (!parsed.success) {
+      throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `Invalid config in ${HEADER.config}: ${formatConfigIssues(parsed.issues)}`, {
+        param: HEADER.config,
+      });
+    }
+    return { config: parsed.config, configId: undefined };
+  }
+  const saved = state.configs.get(value);
+  if (saved !== undefined) return { config: saved.config, configId: saved.id };
+  const issues = state.invalidConfigs.get(value);
+  if (issues !== undefined) {
+    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `Saved config "${value}" is invalid: ${formatConfigIssues([...issues])}`, {
+      param: HEADER.config,
+    });
+  }
+  throw new GatewayError('AIGW_ERR_UNKNOWN_CONFIG', `No saved config with id "${value}".`, { param: HEADER.config });
+}
+
+function providerFromHeaders(headers: IncomingHttpHeaders): RoutingConfig | undefined {
+  const virtualKey = headerValue(headers[HEADER.virtualKey]);
+  if (virtualKey !== undefined && virtualKey !== '') return { virtual_key: virtualKey };
+  const provider = headerValue(headers[HEADER.provider]);
+  if (provider === undefined || provider === '') {
+    if (headerValue(headers[HEADER.customHost]) !== undefined) {
+      throw new GatewayError('AIGW_ERR_MISSING_PROVIDER', `${HEADER.customHost} needs ${HEADER.provider} too.`, {
+        param: HEADER.provider,
+      });
+    }
+    return undefined;
+  }
+  const config: RoutingConfig = { provider };
+  const token = bearerToken(headerValue(headers['authorization']));
+  if (token !== undefined) config.api_key = token;
+  const customHost = headerValue(headers[HEADER.customHost]);
+  if (customHost !== undefined && customHost !== '') config.custom_host = customHost;
+  return config;
+}
+
+function bearerToken(authorization: string | undefined): string | undefined {
+  if (authorization === undefined) return undefined;
+  const match = /^Bearer\s+(.+)$/i.exec(authorization.trim());
+  return match?.[1];
+}
+
+function missingProvider(): GatewayError {
+  return new GatewayError(
+    'AIGW_ERR_MISSING_PROVIDER',
+    `No provider identified: send ${HEADER.virtualKey}, or ${HEADER.provider} with Authorization, or ${HEADER.config}, or ${HEADER.customHost} with ${HEADER.provider}.`,
+    { param: HEADER.virtualKey },
+  );
+}

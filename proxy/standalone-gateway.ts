@@ -1,0 +1,97 @@
+import type { Logger } from 'pino';
+import { loadStateFromFiles, type StateSources } from './config/state-loader.ts';
+import { watchStateSources, type StateWatcher } from './config/state-watcher.ts';
+import { createGatewayServer, type GatewayServer } from './gateway-server.ts';
+import { createGatewayMetrics, type GatewayMetrics } from './observability/gateway-metrics.ts';
+import { createUpstreamAgent } from './upstream/upstream-agent.ts';
+
+// Wires a gateway from a state file: load → serve → watch and hot-swap. The CLI's
+// `serve` and the integration tests both start gateways through here.
+
+export interface StartGatewayOptions {
+  sources: StateSources;
+  env: Readonly<Record<string, string | undefined>>;
+  logger: Logger;
+  port?: number;
+  host?: string;
+  bodyLimitBytes?: number;
+  /** How often the state files are polled for changes (ms). */
+  reloadIntervalMs?: number;
+  metrics?: GatewayMetrics;
+}
+
+export interface RunningGateway {
+  /** Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8787/v1 */
+  readonly url: string;
+  readonly origin: string;
+  readonly server: GatewayServer;
+  readonly metrics: GatewayMetrics;
+  readonly watcher: StateWatcher;
+  close(): Promise<void>;
+}
+
+export class StateLoadError extends Error {
+  readonly issues: string[];
+  constructor(issues: string[]) {
+    super(`invalid gateway state:\n  ${issues.join('\n  ')}`);
+    this.name = 'StateLoadError';
+    this.issues = issues;
+  }
+}
+
+export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
+  const { logger } = options;
+  const loaded = await loadStateFromFiles(options.sources, options.env);
+  for (const warning of loaded.warnings) logger.warn({ warning }, 'state warning');
+  if (!loaded.ok) throw new StateLoadError(loaded.errors);
+
+  const metrics = options.metrics ?? createGatewayMetrics();
+  metrics.setConfigHash(loaded.state.hash);
+  const dispatcher = createUpstreamAgent();
+  const server = createGatewayServer({
+    initialState: loaded.state,
+    logger,
+    metrics,
+    dispatcher,
+    bodyLimitBytes: options.bodyLimitBytes,
+  });
+
+  const watcher = watchStateSources({
+    sources: options.sources,
+    env: options.env,
+    initialHash: loaded.state.hash,
+    intervalMs: options.reloadIntervalMs,
+    onReload(outcome) {
+      for (const warning of outcome.warnings) logger.warn({ warning }, 'state warning');
+      if (outcome.ok) {
+        server.swapState(outcome.state);
+        metrics.setConfigHash(outcome.state.hash);
+        metrics.configReloads.inc({ result: 'success' });
+        logger.info({ config_hash: outcome.state.hash }, 'state reloaded');
+      } else {
+        metrics.configReloads.inc({ result: 'failure' });
+        logger.error({ errors: outcome.errors }, 'state reload rejected; the last good state keeps serving');
+      }
+    },
+  });
+
+  await server.app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
+  const address = server.app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('gateway is not listening on TCP');
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const origin = `http://${host}:${address.port}`;
+
+  return {
+    url: `${origin}/v1`,
+    origin,
+    server,
+    metrics,
+    watcher,
+    async close() {
+      watcher.close();
+      server.setReady(false);
+      await server.app.close();
+      await dispatcher.close();
+    },
+  };
+}

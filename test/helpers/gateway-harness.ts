@@ -1,0 +1,110 @@
+// Starts a real gateway (port 0) on a temporary state file, with its request log captured
+// in memory, for integration tests.
+import { mkdtemp, rm, writeFile, rename } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { dump } from 'js-yaml';
+import { pino } from 'pino';
+import OpenAI from 'openai';
+import { startGateway, type RunningGateway } from '../../proxy/standalone-gateway.ts';
+
+export const TEST_GATEWAY_KEY = 'gw-test-key-0123456789';
+
+export interface Harness {
+  readonly gateway: RunningGateway;
+  readonly dir: string;
+  readonly statePath: string;
+  /** Every log line written so far, parsed. */
+  readonly logs: Array<Record<string, unknown>>;
+  /** Raw log text (for secret scans). */
+  logText(): string;
+  /** Replaces the state file atomically (write + rename, like a ConfigMap update). */
+  writeState(state: unknown): Promise<void>;
+  /** An OpenAI SDK client pointed at the gateway with the given extra headers. */
+  client(headers?: Record<string, string>, options?: { apiKey?: string; maxRetries?: number }): OpenAI;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  state: unknown;
+  env?: Record<string, string>;
+  bodyLimitBytes?: number;
+  reloadIntervalMs?: number;
+}
+
+export async function startHarness(options: HarnessOptions): Promise<Harness> {
+  const dir = await mkdtemp(join(tmpdir(), 'aigw-test-'));
+  const statePath = join(dir, 'gateway.yaml');
+  await writeFile(statePath, toYaml(options.state));
+  const logs: Array<Record<string, unknown>> = [];
+  let raw = '';
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      const text = chunk.toString('utf8');
+      raw += text;
+      for (const line of text.split('\n')) if (line.trim() !== '') logs.push(JSON.parse(line) as Record<string, unknown>);
+      callback();
+    },
+  });
+  const logger = pino({ base: undefined }, sink);
+  const gateway = await startGateway({
+    sources: { statePath },
+    env: { ...options.env },
+    logger,
+    port: 0,
+    host: '127.0.0.1',
+    bodyLimitBytes: options.bodyLimitBytes,
+    reloadIntervalMs: options.reloadIntervalMs ?? 200,
+  });
+  let counter = 0;
+  return {
+    gateway,
+    dir,
+    statePath,
+    logs,
+    logText: () => raw,
+    async writeState(state) {
+      const temporary = join(dir, `.gateway.yaml.${counter++}`);
+      await writeFile(temporary, typeof state === 'string' ? state : toYaml(state));
+      await rename(temporary, statePath);
+    },
+    client(headers = {}, clientOptions = {}) {
+      return new OpenAI({
+        baseURL: gateway.url,
+        apiKey: clientOptions.apiKey ?? 'unused-provider-key',
+        maxRetries: clientOptions.maxRetries ?? 0,
+        defaultHeaders: { 'x-gateway-api-key': TEST_GATEWAY_KEY, ...headers },
+      });
+    },
+    async close() {
+      await gateway.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function toYaml(state: unknown): string {
+  return typeof state === 'string' ? state : dump(state);
+}
+
+/** A minimal valid state: one gateway key and the given extra sections. */
+export function baseState(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    apiKeys: [
+      { id: 'test', key: TEST_GATEWAY_KEY, scopes: ['inference', 'admin'] },
+      { id: 'no-inference', key: 'gw-admin-only-key-0000', scopes: ['admin'] },
+    ],
+    ...extra,
+  };
+}
+
+/** Polls `check` until it returns true or the deadline passes. */
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 2000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}

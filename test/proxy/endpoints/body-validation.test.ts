@@ -84,6 +84,11 @@ describe('validateRequestBody', () => {
       'messages[0].role: must be one of system, developer, user, assistant, tool, function',
     );
     assert.equal(messageFor('chat.completions', { logit_bias: { '50256': 101 } }), 'logit_bias.50256: must be at most 100');
+    assert.equal(
+      messageFor('completions', { logit_bias: { hello: 1 } }),
+      'logit_bias.hello: key must be a token id (a string of digits)',
+    );
+    assert.equal(messageFor('responses', { metadata: { ['k'.repeat(65)]: 'v' } }), `metadata.${'k'.repeat(65)}: key must be at most 64 characters`);
     assert.equal(messageFor('embeddings', { encoding_format: 'int8' }), 'encoding_format: must be one of float, base64');
     assert.equal(messageFor('responses', { metadata: { k: 'x'.repeat(513) } }), 'metadata.k: must be at most 512 characters');
     assert.match(

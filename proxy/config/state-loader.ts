@@ -74,7 +74,8 @@ function parseDocument<S extends z.ZodType>(
 ): { value: z.output<S> | undefined; errors: string[] } {
   let raw: unknown;
   try {
-    raw = loadYaml(text);
+    // An empty (or comments-only) document is an empty state, not an error.
+    raw = text.replace(/^\s*#.*$/gm, '').trim() === '' ? {} : loadYaml(text);
   } catch (error) {
     return { value: undefined, errors: [`${label}: invalid YAML: ${(error as Error).message.split('\n')[0]}`] };
   }

@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { describe, test } from 'node:test';
+import { authenticateApiKey } from '../../../proxy/auth/api-key-auth.ts';
+import { substituteEnv } from '../../../proxy/config/env-substitution.ts';
+import { loadStateFromTexts } from '../../../proxy/config/state-loader.ts';
+import { GatewayError } from '../../../proxy/errors.ts';
+
+const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+describe('env substitution', () => {
+  test('replaces ${NAME}, applies ${NAME:-default}, keeps $${literal}, reports unset names with their path', () => {
+    const result = substituteEnv(
+      { a: '${X}', b: ['pre-${X}-post', '${Y:-fallback}', '$${X}'], c: { d: '${MISSING}' }, n: 3 },
+      { X: 'ex' },
+    );
+    assert.deepEqual(result.value, { a: 'ex', b: ['pre-ex-post', 'fallback', '${X}'], c: { d: '' }, n: 3 });
+    assert.deepEqual(result.issues, ['c.d: environment variable MISSING is not set']);
+  });
+
+  test('a value with YAML syntax cannot change the document structure', () => {
+    const text = 'apiKeys:\n  - id: a\n    key: ${K}\n';
+    const loaded = loadStateFromTexts({ state: text }, { K: 'abcdefgh\n  - id: injected' });
+    assert.ok(loaded.ok);
+    assert.equal(loaded.state.apiKeysByDigest.size, 1);
+  });
+});
+
+describe('state loading', () => {
+  test('an empty document is a valid (empty) state', () => {
+    const loaded = loadStateFromTexts({ state: '' }, {});
+    assert.ok(loaded.ok);
+    assert.equal(loaded.state.apiKeysByDigest.size, 0);
+  });
+
+  test('plain keys and sha256 hashes are both stored as digests', () => {
+    const text = `apiKeys:\n  - { id: a, key: plain-key-1 }\n  - { id: b, keyHash: "sha256:${sha('hashed-key-2').toUpperCase()}" }\n`;
+    const loaded = loadStateFromTexts({ state: text }, {});
+    assert.ok(loaded.ok);
+    assert.equal(authenticateApiKey(loaded.state, 'plain-key-1', 'inference').id, 'a');
+    assert.equal(authenticateApiKey(loaded.state, 'hashed-key-2', 'inference').id, 'b');
+    assert.throws(() => authenticateApiKey(loaded.state, 'plain-key-x', 'inference'), (e: unknown) => e instanceof GatewayError && e.status === 401);
+    assert.throws(() => authenticateApiKey(loaded.state, undefined, 'inference'), (e: unknown) => e instanceof GatewayError && e.code === 'AIGW_ERR_MISSING_API_KEY');
+    assert.throws(() => authenticateApiKey(loaded.state, 'plain-key-1', 'admin'), (e: unknown) => e instanceof GatewayError && e.status === 403);
+  });
+
+  test('every problem is reported with its path', () => {
+    const text = [
+      'apiKeys:',
+      '  - { id: a }',
+      '  - { id: b, key: short }',
+      'providers:',
+      '  - { slug: "bad slug", provider: openai }',
+      'unknownSection: 1',
+    ].join('\n');
+    const loaded = loadStateFromTexts({ state: text }, {});
+    assert.equal(loaded.ok, false);
+    if (loaded.ok) return;
+    const joined = loaded.errors.join('\n');
+    assert.match(joined, /apiKeys\[0\]: exactly one of key or keyHash/);
+    assert.match(joined, /apiKeys\[1\]\.key: must be at least 8 characters/);
+    assert.match(joined, /providers\[0\]\.slug/);
+    assert.match(joined, /unknownSection/);
+  });
+
+  test('invalid YAML and duplicates are rejected', () => {
+    assert.equal(loadStateFromTexts({ state: 'apiKeys: [ {' }, {}).ok, false);
+    const dup = loadStateFromTexts({ state: 'apiKeys:\n  - { id: a, key: k1234567 }\n  - { id: a, key: k7654321 }\n' }, {});
+    assert.equal(dup.ok, false);
+    const sameKey = loadStateFromTexts({ state: 'apiKeys:\n  - { id: a, key: k1234567 }\n  - { id: b, key: k1234567 }\n' }, {});
+    assert.equal(sameKey.ok, false);
+  });
+
+  test('an invalid saved config is a warning; the rest of the state serves', () => {
+    const text = 'configs:\n  - { id: good, config: { provider: openai, api_key: sk-1 } }\n  - { id: bad, config: { retry: { attempts: 99 } } }\n';
+    const loaded = loadStateFromTexts({ state: text }, {});
+    assert.ok(loaded.ok);
+    assert.ok(loaded.state.configs.has('good'));
+    assert.ok(loaded.state.invalidConfigs.has('bad'));
+    assert.match(loaded.warnings.join('\n'), /"bad".*retry\.attempts/);
+  });
+
+  test('credentials from a separate document are merged by slug and id', () => {
+    const state = 'apiKeys:\n  - { id: a, keyHash: "sha256:' + '0'.repeat(64) + '" }\nproviders:\n  - { slug: p, provider: openai }\n';
+    const credentials = `providers:\n  p: { apiKey: sk-secret }\napiKeys:\n  a: { key: from-secret-1 }\n`;
+    const loaded = loadStateFromTexts({ state, credentials }, {});
+    assert.ok(loaded.ok);
+    assert.equal(loaded.state.providersBySlug.get('p')?.apiKey, 'sk-secret');
+    assert.equal(authenticateApiKey(loaded.state, 'from-secret-1', 'inference').id, 'a');
+  });
+
+  test('the content hash changes with either source', () => {
+    const a = loadStateFromTexts({ state: 'apiKeys: []' }, {});
+    const b = loadStateFromTexts({ state: 'apiKeys: []', credentials: 'providers: {}' }, {});
+    assert.ok(a.ok && b.ok);
+    assert.notEqual(a.state.hash, b.state.hash);
+  });
+});

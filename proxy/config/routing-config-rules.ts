@@ -38,12 +38,12 @@ export const CONFIG_KEY_SETS = [
  * What lets a plain provider name call its upstream: the credential halves of
  * key sets 1, 2 and 10–14, plus `Authorization` (a cloud provider parameter).
  */
-const PROVIDER_CREDENTIAL_SETS = [
+const PROVIDER_CREDENTIAL_SETS: ReadonlyArray<ReadonlyArray<RoutingConfigKey>> = [
   ['api_key'],
   ['custom_host'],
   ['Authorization'],
   ...CONFIG_KEY_SETS.filter((set) => set[0] === 'provider' && set.length > 2).map((set) => set.slice(1)),
-] as ReadonlyArray<ReadonlyArray<RoutingConfigKey>>;
+];
 
 const KEY_SETS_MESSAGE = `must contain one of: ${CONFIG_KEY_SETS.map((set) => set.join(' + ')).join(', ')} (or provider as an @slug of a saved provider)`;
 

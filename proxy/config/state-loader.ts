@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { load as loadYaml } from 'js-yaml';
 import type { z } from 'zod';
 import { substituteEnv } from './env-substitution.ts';
+import { parseRoutingConfig } from './routing-config-validation.ts';
 import { buildGatewayState, sha256Hex, type GatewayState } from './gateway-state.ts';
 import { CredentialsSchema, GatewayStateSchema } from './state-schema.ts';
 
@@ -47,7 +48,10 @@ export function loadStateFromTexts(
       ? { value: undefined, errors: [] }
       : parseDocument(texts.credentials, 'credentials', env, CredentialsSchema);
   const errors = [...stateDoc.errors, ...credentialsDoc.errors];
-  if (errors.length > 0 || stateDoc.value === undefined) return { ok: false, errors, warnings: [] };
+  if (errors.length > 0 || stateDoc.value === undefined) {
+    // Report the saved configs' problems too, so one pass of `validate` shows everything.
+    return { ok: false, errors: [...errors, ...savedConfigIssues(stateDoc.raw)], warnings: [] };
+  }
   const built = buildGatewayState(stateDoc.value, credentialsDoc.value, hashSources(texts));
   if (built.state === undefined) return { ok: false, errors: built.errors, warnings: built.warnings };
   return { ok: true, state: built.state, warnings: built.warnings };
@@ -71,7 +75,7 @@ function parseDocument<S extends z.ZodType>(
   label: string,
   env: Readonly<Record<string, string | undefined>>,
   schema: S,
-): { value: z.output<S> | undefined; errors: string[] } {
+): { value: z.output<S> | undefined; raw?: unknown; errors: string[] } {
   let raw: unknown;
   try {
     // An empty (or comments-only) document is an empty state, not an error.
@@ -87,9 +91,22 @@ function parseDocument<S extends z.ZodType>(
     for (const issue of parsed.error.issues) {
       errors.push(`${label}: ${formatPath(issue.path)}: ${issue.message}`);
     }
-    return { value: undefined, errors };
+    return { value: undefined, raw: substituted.value, errors };
   }
-  return { value: errors.length > 0 ? undefined : parsed.data, errors };
+  return { value: errors.length > 0 ? undefined : parsed.data, raw: substituted.value, errors };
+}
+
+function savedConfigIssues(raw: unknown): string[] {
+  const configs = (raw as { configs?: unknown } | undefined)?.configs;
+  if (!Array.isArray(configs)) return [];
+  const issues: string[] = [];
+  configs.forEach((entry: unknown, index) => {
+    const config = (entry as { config?: unknown } | null)?.config;
+    if (config === undefined) return;
+    const parsed = parseRoutingConfig(config);
+    if (!parsed.success) issues.push(...parsed.issues.map((issue) => `state: configs[${index}].config.${issue}`));
+  });
+  return issues;
 }
 
 function formatPath(path: ReadonlyArray<PropertyKey>): string {

@@ -43,7 +43,8 @@ describe('selectRoute + resolveTarget', () => {
   });
 
   test('@slug and virtual key use saved credentials and options', () => {
-    for (const headers of [{ 'x-gateway-provider': '@prod' }, { 'x-gateway-virtual-key': 'vk-prod' }, { 'x-gateway-config': 'saved' }]) {
+    const forms: Array<Record<string, string>> = [{ 'x-gateway-provider': '@prod' }, { 'x-gateway-virtual-key': 'vk-prod' }, { 'x-gateway-config': 'saved' }];
+    for (const headers of forms) {
       const target = targetFor(headers);
       assert.equal(target.apiKey, 'sk-prod');
       assert.equal(target.headers['openai-organization'], 'org-1');

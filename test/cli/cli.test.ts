@@ -1,0 +1,150 @@
+// The CLI as a user runs it: validate exit codes, serve with flags/env, the generated key.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CLI = join(ROOT, 'bin', 'aigateway.ts');
+
+let dir: string;
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'aigw-cli-'));
+});
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  for (const name of ['GATEWAY_API_KEY', 'AIGATEWAY_CONFIG', 'AIGATEWAY_PORT', 'AIGATEWAY_HOST', 'AIGATEWAY_DATA_DIR']) {
+    if (!(name in extra)) delete env[name];
+  }
+  return env;
+}
+
+async function run(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd: dir, env });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+interface Served {
+  child: ChildProcess;
+  origin: string;
+  stderr: () => string;
+}
+
+async function serve(args: string[], env: NodeJS.ProcessEnv): Promise<Served> {
+  const child = spawn(process.execPath, [CLI, 'serve', ...args], { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  const origin = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 10_000);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /listening on (http:\/\/[^\s]+)\/v1/.exec(stderr);
+      if (match?.[1] !== undefined) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code}: ${stderr}`));
+    });
+  });
+  return { child, origin, stderr: () => stderr };
+}
+
+async function stop(served: Served): Promise<number | null> {
+  const exited = once(served.child, 'exit');
+  served.child.kill('SIGTERM');
+  const [code] = (await exited) as [number | null];
+  return code;
+}
+
+describe('aigateway validate', () => {
+  test('a valid file → exit 0', async () => {
+    const file = join(dir, 'valid.yaml');
+    await writeFile(file, 'apiKeys:\n  - { id: a, key: "${GATEWAY_API_KEY}" }\nconfigs:\n  - { id: c, config: { provider: openai, api_key: sk-1 } }\n');
+    const result = await run(['validate', file]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /valid/);
+  });
+
+  test('the shipped example is valid', async () => {
+    const result = await run(['validate', join(ROOT, 'gateway.example.yaml')]);
+    assert.equal(result.code, 0, result.stdout);
+  });
+
+  test('an invalid file → exit 1 with every problem', async () => {
+    const file = join(dir, 'invalid.yaml');
+    await writeFile(file, 'apiKeys:\n  - { id: a }\nconfigs:\n  - { id: c, config: { retry: { attempts: 9 } } }\n');
+    const result = await run(['validate', file]);
+    assert.equal(result.code, 1);
+    assert.match(result.stdout, /apiKeys\[0\]/);
+    assert.match(result.stdout, /retry\.attempts/);
+  });
+
+  test('unknown commands and missing arguments → usage, exit 2', async () => {
+    assert.equal((await run(['frobnicate'])).code, 2);
+    assert.equal((await run(['validate'])).code, 2);
+    assert.equal((await run(['serve'])).code, 2);
+  });
+});
+
+describe('aigateway serve', () => {
+  test('generates and prints a key when GATEWAY_API_KEY is unset; flags win over env; SIGTERM exits 0', async () => {
+    const served = await serve(
+      ['--config', join(ROOT, 'gateway.example.yaml'), '--port', '0', '--data-dir', join(dir, 'data')],
+      cleanEnv({ AIGATEWAY_PORT: '1', AIGATEWAY_LOG_FILE: join(dir, 'requests.log') }),
+    );
+    try {
+      const key = /this run's gateway API key is:\n\s+(gw-\S+)/.exec(served.stderr())?.[1];
+      assert.ok(key, 'the generated key is printed');
+      assert.ok(key.length > 20);
+      assert.equal((await fetch(`${served.origin}/health`)).status, 200);
+      const denied = await fetch(`${served.origin}/v1/chat/completions`, { method: 'POST' });
+      assert.equal(denied.status, 401);
+      const accepted = await fetch(`${served.origin}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-gateway-api-key': key },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
+      });
+      assert.equal(accepted.status, 400, 'authenticated; no provider named');
+    } finally {
+      assert.equal(await stop(served), 0);
+    }
+  });
+
+  test('environment variables configure serve when flags are absent', async () => {
+    const served = await serve([], cleanEnv({ AIGATEWAY_CONFIG: join(ROOT, 'gateway.example.yaml'), AIGATEWAY_PORT: '0', AIGATEWAY_HOST: '127.0.0.1', GATEWAY_API_KEY: 'gw-from-env-123456', AIGATEWAY_DATA_DIR: join(dir, 'data2'), AIGATEWAY_LOG_FILE: join(dir, 'r.log') }));
+    try {
+      assert.ok(!served.stderr().includes("this run's gateway API key"), 'no key generated when one is set');
+      const response = await fetch(`${served.origin}/v1/embeddings`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-gateway-api-key': 'gw-from-env-123456' },
+        body: JSON.stringify({ model: 'm', input: 'x' }),
+      });
+      assert.equal(response.status, 400);
+    } finally {
+      assert.equal(await stop(served), 0);
+    }
+  });
+
+  test('an invalid state file → exit 1 with the problems', async () => {
+    const file = join(dir, 'broken.yaml');
+    await writeFile(file, 'apiKeys: [ { id: a } ]\n');
+    const result = await run(['serve', '--config', file, '--port', '0']);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /apiKeys\[0\]/);
+  });
+});

@@ -41,7 +41,7 @@ async function handleInference(
 
   const selection = selectRoute(request.headers, context.state);
   context.configId = selection.configId;
-  const target = resolveTarget(singleLeaf(selection.config), 'config', context.state);
+  const target = resolveTarget(singleLeaf(selection.config), 'config', context.state, request.headers);
   context.provider = target.provider;
   context.targetPath = target.path;
   reply.header(HEADER.provider, target.provider);
@@ -51,7 +51,7 @@ async function handleInference(
     });
   }
 
-  const plan = target.adapter.planRequest(target, endpoint, body);
+  const plan = await target.adapter.planRequest({ target, endpoint, body, bodyChanged: false });
   const controller = new AbortController();
   // A client that goes away must not keep the provider busy (and billing).
   reply.raw.once('close', () => {
@@ -63,7 +63,7 @@ async function handleInference(
   const upstream = await sendUpstream(dispatcher, { plan, clientBody: request.rawBody, signal: controller.signal }, target.provider);
   reply.header(HEADER.lastUsedOptionIndex, target.path);
   reply.header(HEADER.retryAttemptCount, String(context.retries));
-  return relayResponse(reply, upstream, target, context);
+  return relayResponse(reply, { upstream, target, endpoint, requestBody: body, context });
 }
 
 // Routing strategies (loadbalance, fallback, conditional) belong to the routing engine;

@@ -1,11 +1,12 @@
 import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
-import type { ProviderAdapter, ResolvedTarget, UpstreamRequestPlan } from './provider-adapter.ts';
+import type { PlanInput, ProviderAdapter, UpstreamRequestPlan } from './provider-adapter.ts';
 import { normaliseProviderError } from './provider-errors.ts';
 
 // The identity adapter: OpenAI and every OpenAI-compatible host. The body is forwarded
-// untouched; only the URL and the credential header are ours to set.
+// untouched unless the gateway changed it (override_params); only the URL and the
+// credential header are ours to set.
 
-const ENDPOINT_PATHS: Readonly<Record<InferenceEndpoint, string>> = {
+export const OPENAI_ENDPOINT_PATHS: Readonly<Record<InferenceEndpoint, string>> = {
   'chat.completions': '/chat/completions',
   completions: '/completions',
   embeddings: '/embeddings',
@@ -16,10 +17,15 @@ export function openaiCompatibleAdapter(supported: ReadonlySet<InferenceEndpoint
   return {
     family: 'openai',
     supportsEndpoint: (endpoint) => supported.has(endpoint),
-    planRequest(target: ResolvedTarget, endpoint: InferenceEndpoint): UpstreamRequestPlan {
+    planRequest({ target, endpoint, body, bodyChanged }: PlanInput): UpstreamRequestPlan {
       const headers: Record<string, string> = { 'content-type': 'application/json', ...target.headers };
       if (target.apiKey !== undefined && target.apiKey !== '') headers['authorization'] = `Bearer ${target.apiKey}`;
-      return { url: target.baseUrl + ENDPOINT_PATHS[endpoint], method: 'POST', headers };
+      return {
+        url: target.baseUrl + OPENAI_ENDPOINT_PATHS[endpoint],
+        method: 'POST',
+        headers,
+        body: bodyChanged ? JSON.stringify(body) : undefined,
+      };
     },
     normaliseError: normaliseProviderError,
   };

@@ -1,4 +1,6 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Transform } from 'node:stream';
+import type { SavedProvider } from '../config/gateway-state.ts';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
 import type { OpenAIErrorBody } from '../errors.ts';
 import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
@@ -11,14 +13,18 @@ import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
 export interface ResolvedTarget {
   /** Where in the config this leaf sits: `config`, `config.targets[1]`, … */
   readonly path: string;
-  /** Provider name as the user knows it (`openai`, `groq`, …); used in headers and metrics. */
+  /** Provider name as the user knows it (`openai`, `groq`, `anthropic`…); used in headers and metrics. */
   readonly provider: string;
   readonly adapter: ProviderAdapter;
   /** Base URL including any version segment, without a trailing slash. */
   readonly baseUrl: string;
+  /** True when the base URL came from a custom host (config, header or saved provider). */
+  readonly customHost: boolean;
   readonly apiKey: string | undefined;
   /** Provider-specific headers (organisation, project, …). */
   readonly headers: Readonly<Record<string, string>>;
+  /** Family-specific settings gathered by the family's resolveOptions (regions, deployments, credentials…). */
+  readonly options: Readonly<Record<string, unknown>>;
   /** The leaf config node (override_params, timeouts… are read from it). */
   readonly node: RoutingConfig;
 }
@@ -31,15 +37,52 @@ export interface UpstreamRequestPlan {
   readonly body?: string | Buffer | undefined;
 }
 
+export interface PlanInput {
+  readonly target: ResolvedTarget;
+  readonly endpoint: InferenceEndpoint;
+  /** The parsed request body (after override_params). */
+  readonly body: Record<string, unknown>;
+  /** True when the body differs from the client's bytes (the plan must then send a body). */
+  readonly bodyChanged: boolean;
+}
+
 export interface ProviderAdapter {
   /** Adapter family (`openai`, `anthropic`, …). */
   readonly family: string;
   supportsEndpoint(endpoint: InferenceEndpoint): boolean;
-  planRequest(target: ResolvedTarget, endpoint: InferenceEndpoint, body: Record<string, unknown>): UpstreamRequestPlan;
-  /** Response body transform; absent means the upstream bytes are relayed unchanged. */
-  transformResponse?(endpoint: InferenceEndpoint, body: unknown): unknown;
-  /** Incremental stream transform (provider events → OpenAI SSE); absent means passthrough. */
-  createStreamTransform?(endpoint: InferenceEndpoint): Transform;
+  /** Builds the upstream call; async for families that fetch cloud tokens (cached, never per request). */
+  planRequest(input: PlanInput): UpstreamRequestPlan | Promise<UpstreamRequestPlan>;
+  /** Response body transform (parsed JSON in, OpenAI-shaped JSON out); absent = bytes relayed unchanged. */
+  transformResponse?(endpoint: InferenceEndpoint, body: unknown, request: Record<string, unknown>): unknown;
+  /**
+   * Incremental stream transform: upstream bytes in (SSE or binary event-stream), OpenAI SSE
+   * bytes out, ending with `data: [DONE]` where OpenAI's stream does. Absent = passthrough.
+   */
+  createStreamTransform?(endpoint: InferenceEndpoint, request: Record<string, unknown>): Transform;
   /** The provider's error answer in the OpenAI error shape. */
   normaliseError(status: number, bodyText: string, provider: string): OpenAIErrorBody;
+}
+
+/** Input to a family's option resolution. */
+export interface ResolveOptionsInput {
+  readonly node: RoutingConfig;
+  readonly saved: SavedProvider | undefined;
+  readonly headers: IncomingHttpHeaders;
+}
+
+/** A provider family as data: which names it serves and how to reach them. */
+export interface ProviderFamily {
+  /** Provider names this entry serves (`anthropic`; `azure-openai`; …). */
+  readonly name: string;
+  /** Public base URL; undefined when it depends on options or is always self-hosted. */
+  readonly baseUrl: string | undefined;
+  readonly adapter: ProviderAdapter;
+  /** Whether a bearer/API key is required (cloud families may authenticate otherwise). Default true. */
+  readonly requiresApiKey?: boolean;
+  /**
+   * Gathers family-specific settings from the config leaf, the saved provider's options and
+   * the request's x-gateway-cloud* headers; throws a GatewayError (400) naming what is missing.
+   * May also compute the base URL (e.g. from a resource name or region).
+   */
+  resolveOptions?(input: ResolveOptionsInput): { options: Record<string, unknown>; baseUrl?: string };
 }

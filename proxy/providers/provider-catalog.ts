@@ -1,16 +1,10 @@
 import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
 import { openaiCompatibleAdapter } from './openai-adapter.ts';
-import type { ProviderAdapter } from './provider-adapter.ts';
+import type { ProviderAdapter, ProviderFamily } from './provider-adapter.ts';
 
 // Providers as data: an OpenAI-compatible host is a name, a base URL and the endpoints it
 // serves. Hosts without a public URL (ollama, vllm, lm-studio) need a custom host.
-
-export interface CatalogEntry {
-  readonly name: string;
-  /** Public base URL; undefined when the provider is always self-hosted. */
-  readonly baseUrl: string | undefined;
-  readonly adapter: ProviderAdapter;
-}
+// Families with their own wire format register their ProviderFamily in FAMILIES.
 
 const ALL: ReadonlySet<InferenceEndpoint> = new Set(['chat.completions', 'completions', 'embeddings', 'responses']);
 const CHAT_ONLY: ReadonlySet<InferenceEndpoint> = new Set(['chat.completions']);
@@ -24,7 +18,7 @@ const CHAT_COMPLETIONS_EMBEDDINGS: ReadonlySet<InferenceEndpoint> = new Set([
 const openaiFull = openaiCompatibleAdapter(ALL);
 const compatible = openaiCompatibleAdapter(CHAT_COMPLETIONS_EMBEDDINGS);
 
-const ENTRIES: readonly CatalogEntry[] = [
+const OPENAI_COMPATIBLE: readonly ProviderFamily[] = [
   { name: 'openai', baseUrl: 'https://api.openai.com/v1', adapter: openaiFull },
   { name: 'groq', baseUrl: 'https://api.groq.com/openai/v1', adapter: openaiCompatibleAdapter(CHAT_ONLY) },
   { name: 'together-ai', baseUrl: 'https://api.together.xyz/v1', adapter: compatible },
@@ -34,17 +28,24 @@ const ENTRIES: readonly CatalogEntry[] = [
   { name: 'openrouter', baseUrl: 'https://openrouter.ai/api/v1', adapter: openaiCompatibleAdapter(new Set(['chat.completions', 'completions'])) },
   { name: 'perplexity-ai', baseUrl: 'https://api.perplexity.ai', adapter: openaiCompatibleAdapter(CHAT_ONLY) },
   { name: 'x-ai', baseUrl: 'https://api.x.ai/v1', adapter: openaiCompatibleAdapter(CHAT_AND_EMBEDDINGS) },
-  { name: 'ollama', baseUrl: undefined, adapter: compatible },
-  { name: 'vllm', baseUrl: undefined, adapter: compatible },
-  { name: 'lm-studio', baseUrl: undefined, adapter: compatible },
+  { name: 'ollama', baseUrl: undefined, adapter: compatible, requiresApiKey: false },
+  { name: 'vllm', baseUrl: undefined, adapter: compatible, requiresApiKey: false },
+  { name: 'lm-studio', baseUrl: undefined, adapter: compatible, requiresApiKey: false },
 ];
 
-/** Provider families that need their own adapter; they are not OpenAI-compatible. */
-export const NON_COMPATIBLE_FAMILIES: ReadonlySet<string> = new Set(['azure-openai', 'anthropic', 'vertex-ai', 'bedrock']);
+/** Families with their own wire format (Azure OpenAI, Anthropic, Vertex AI, Bedrock…). */
+const FAMILIES: readonly ProviderFamily[] = [];
 
-const BY_NAME: ReadonlyMap<string, CatalogEntry> = new Map(ENTRIES.map((entry) => [entry.name, entry]));
+/** Provider families that need their own adapter and are not available in this build. */
+export const NON_COMPATIBLE_FAMILIES: ReadonlySet<string> = new Set(
+  ['azure-openai', 'anthropic', 'vertex-ai', 'bedrock'].filter((name) => !FAMILIES.some((family) => family.name === name)),
+);
 
-export function catalogEntry(name: string): CatalogEntry | undefined {
+const BY_NAME: ReadonlyMap<string, ProviderFamily> = new Map(
+  [...OPENAI_COMPATIBLE, ...FAMILIES].map((entry) => [entry.name, entry]),
+);
+
+export function catalogEntry(name: string): ProviderFamily | undefined {
   return BY_NAME.get(name);
 }
 
@@ -55,5 +56,5 @@ export function catalogEntry(name: string): CatalogEntry | undefined {
 export const GENERIC_COMPATIBLE_ADAPTER: ProviderAdapter = openaiFull;
 
 export function catalogNames(): string[] {
-  return ENTRIES.map((entry) => entry.name);
+  return [...BY_NAME.keys()];
 }

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { GatewayState, SavedProvider } from '../config/gateway-state.ts';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
 import { GatewayError } from '../errors.ts';
@@ -6,10 +7,18 @@ import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { catalogEntry, catalogNames, GENERIC_COMPATIBLE_ADAPTER, NON_COMPATIBLE_FAMILIES } from '../providers/provider-catalog.ts';
 
 // A leaf of the config tree → the concrete upstream it calls. Pure: looks only at the
-// node and the snapshot. Saved providers (`@slug`, virtual keys) supply their own
-// credentials and host; a node's custom_host overrides the host.
+// node, the snapshot and the request headers (for x-gateway-cloud* settings). Saved
+// providers (`@slug`, virtual keys) supply their own credentials and host; a node's
+// custom_host overrides the host.
 
-export function resolveTarget(node: RoutingConfig, path: string, state: GatewayState): ResolvedTarget {
+const NO_HEADERS: IncomingHttpHeaders = {};
+
+export function resolveTarget(
+  node: RoutingConfig,
+  path: string,
+  state: GatewayState,
+  requestHeaders: IncomingHttpHeaders = NO_HEADERS,
+): ResolvedTarget {
   const saved = savedProviderFor(node, state);
   const providerName = saved?.provider ?? node.provider;
   if (providerName === undefined) {
@@ -26,14 +35,16 @@ export function resolveTarget(node: RoutingConfig, path: string, state: GatewayS
       { param: HEADER.provider },
     );
   }
-  const base = customHost ?? entry?.baseUrl;
+  const family = entry?.resolveOptions?.({ node, saved, headers: requestHeaders });
+  const base = customHost ?? family?.baseUrl ?? entry?.baseUrl;
   if (base === undefined) {
     throw new GatewayError('AIGW_ERR_MISSING_PROVIDER', `Provider "${providerName}" is self-hosted: set ${HEADER.customHost} (or custom_host).`, {
       param: HEADER.customHost,
     });
   }
   const apiKey = saved?.apiKey ?? node.api_key;
-  if ((apiKey === undefined || apiKey === '') && customHost === undefined) {
+  const requiresApiKey = entry?.requiresApiKey ?? true;
+  if (requiresApiKey && (apiKey === undefined || apiKey === '') && customHost === undefined) {
     throw new GatewayError(
       'AIGW_ERR_MISSING_PROVIDER_KEY',
       `No credentials for provider "${providerName}": send Authorization: Bearer <provider key>, or use a saved provider.`,
@@ -50,8 +61,10 @@ export function resolveTarget(node: RoutingConfig, path: string, state: GatewayS
     provider: providerName,
     adapter: entry?.adapter ?? GENERIC_COMPATIBLE_ADAPTER,
     baseUrl: normaliseBaseUrl(base, customHost !== undefined),
+    customHost: customHost !== undefined,
     apiKey,
     headers,
+    options: family?.options ?? {},
     node,
   };
 }

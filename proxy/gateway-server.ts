@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
 import { authenticateApiKey } from './auth/api-key-auth.ts';
 import type { GatewayState } from './config/gateway-state.ts';
 import { registerInferenceRoutes } from './endpoints/inference-routes.ts';
+import type { RoutingRuntime } from './routing/execute-plan.ts';
 import { GatewayError, isGatewayError, toErrorBody } from './errors.ts';
 import { HEADER, headerValue } from './gateway-headers.ts';
 import { statusClass, type GatewayMetrics } from './observability/gateway-metrics.ts';
@@ -18,7 +18,7 @@ export interface GatewayServerOptions {
   initialState: GatewayState;
   logger: Logger;
   metrics: GatewayMetrics;
-  dispatcher: Dispatcher;
+  routing: RoutingRuntime;
   /** Largest accepted request body (bytes); larger → 413. */
   bodyLimitBytes?: number;
 }
@@ -115,7 +115,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     return metrics.registry.metrics();
   });
 
-  registerInferenceRoutes(app, options.dispatcher);
+  registerInferenceRoutes(app, options.routing);
 
   return {
     app,

@@ -3,6 +3,9 @@ import { loadStateFromFiles, type StateSources } from './config/state-loader.ts'
 import { watchStateSources, type StateWatcher } from './config/state-watcher.ts';
 import { createGatewayServer, type GatewayServer } from './gateway-server.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/gateway-metrics.ts';
+import { setTimeout as sleepFor } from 'node:timers/promises';
+import { CircuitBreakers, CIRCUIT_STATE_VALUE } from './resilience/circuit-breakers.ts';
+import type { RoutingRuntime } from './routing/execute-plan.ts';
 import { createUpstreamAgent } from './upstream/upstream-agent.ts';
 
 // Wires a gateway from a state file: load → serve → watch and hot-swap. The CLI's
@@ -18,6 +21,11 @@ export interface StartGatewayOptions {
   /** How often the state files are polled for changes (ms). */
   reloadIntervalMs?: number;
   metrics?: GatewayMetrics;
+  /** Base of the exponential retry backoff (ms); default 250. */
+  retryBaseDelayMs?: number;
+  /** Clock for breakers and retry budgets (tests inject a fake one). */
+  now?: () => number;
+  random?: () => number;
 }
 
 export interface RunningGateway {
@@ -27,6 +35,7 @@ export interface RunningGateway {
   readonly server: GatewayServer;
   readonly metrics: GatewayMetrics;
   readonly watcher: StateWatcher;
+  readonly breakers: CircuitBreakers;
   close(): Promise<void>;
 }
 
@@ -48,11 +57,29 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   const metrics = options.metrics ?? createGatewayMetrics();
   metrics.setConfigHash(loaded.state.hash);
   const dispatcher = createUpstreamAgent();
+  const now = options.now ?? Date.now;
+  const breakers = new CircuitBreakers({
+    now,
+    onTransition({ label, from, to }) {
+      metrics.circuitState.set({ target: label }, CIRCUIT_STATE_VALUE[to]);
+      metrics.circuitTransitions.inc({ target: label, from, to });
+      logger.warn({ target: label, from, to }, 'circuit breaker transition');
+    },
+  });
+  const routing: RoutingRuntime = {
+    dispatcher,
+    breakers,
+    metrics,
+    now,
+    random: options.random ?? Math.random,
+    retryBaseDelayMs: options.retryBaseDelayMs ?? 250,
+    sleep: (ms, signal) => sleepFor(ms, undefined, { signal }).catch(() => undefined),
+  };
   const server = createGatewayServer({
     initialState: loaded.state,
     logger,
     metrics,
-    dispatcher,
+    routing,
     bodyLimitBytes: options.bodyLimitBytes,
   });
 
@@ -87,6 +114,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     server,
     metrics,
     watcher,
+    breakers,
     async close() {
       watcher.close();
       server.setReady(false);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { compileRoutingPlan, PlanCompileError, type PlanNode } from '../routing/routing-plan.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
 import { parseRoutingConfig, formatConfigIssues } from './routing-config-validation.ts';
 import type { CredentialsDocument, GatewayStateDocument, ProviderEntry } from './state-schema.ts';
@@ -23,6 +24,8 @@ export type SavedProvider = Readonly<ProviderEntry>;
 export interface SavedConfig {
   readonly id: string;
   readonly config: RoutingConfig;
+  /** Compiled once per snapshot: inheritance applied, conditions compiled. */
+  readonly plan: PlanNode;
 }
 
 export interface GatewayState {
@@ -104,11 +107,13 @@ export function buildGatewayState(
       return;
     }
     const parsed = parseRoutingConfig(entry.config);
-    if (parsed.success) {
-      configs.set(entry.id, { id: entry.id, config: parsed.config });
+    const compiled = parsed.success ? compileSaved(parsed.config) : parsed.issues;
+    if (parsed.success && !Array.isArray(compiled)) {
+      configs.set(entry.id, { id: entry.id, config: parsed.config, plan: compiled });
     } else {
-      invalidConfigs.set(entry.id, parsed.issues);
-      warnings.push(`configs[${index}] "${entry.id}" is invalid and will answer 400: ${formatConfigIssues(parsed.issues)}`);
+      const issues = Array.isArray(compiled) ? compiled : [];
+      invalidConfigs.set(entry.id, issues);
+      warnings.push(`configs[${index}] "${entry.id}" is invalid and will answer 400: ${formatConfigIssues(issues)}`);
     }
   });
 
@@ -123,6 +128,16 @@ export function buildGatewayState(
     document,
   };
   return { state: Object.freeze(state), errors, warnings };
+}
+
+/** The compiled plan, or the issues only compilation finds. */
+function compileSaved(config: RoutingConfig): PlanNode | string[] {
+  try {
+    return compileRoutingPlan(config);
+  } catch (error) {
+    if (error instanceof PlanCompileError) return error.issues;
+    throw error;
+  }
 }
 
 function digestOf(key: string | undefined, keyHash: string | undefined): string | undefined {

@@ -1,3 +1,4 @@
+import { PassThrough, type Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
@@ -34,6 +35,8 @@ export interface RelayInput {
   readonly endpoint: InferenceEndpoint;
   /** The request body as sent (after overrides), for transforms that echo request fields. */
   readonly requestBody: Record<string, unknown>;
+  /** request_timeout in force: a stream idle for longer ends with an error event. */
+  readonly streamIdleTimeoutMs?: number | undefined;
   readonly context: RequestContext;
 }
 
@@ -46,16 +49,8 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
   reply.code(status);
   if (status >= 200 && status < 300) {
     const adapter = target.adapter;
-    if (requestBody['stream'] === true && adapter.createStreamTransform !== undefined) {
-      reply.removeHeader('content-length');
-      reply.removeHeader('content-type');
-      reply.header('content-type', 'text/event-stream; charset=utf-8');
-      reply.header('cache-control', 'no-cache');
-      const transform = adapter.createStreamTransform(endpoint, requestBody);
-      upstream.body.on('error', (error) => transform.destroy(error));
-      return reply.send(upstream.body.pipe(transform));
-    }
-    if (adapter.transformResponse !== undefined && requestBody['stream'] !== true) {
+    const streaming = requestBody['stream'] === true;
+    if (!streaming && adapter.transformResponse !== undefined) {
       const text = await readBounded(upstream.body, MAX_TRANSFORMED_BODY);
       let parsed: unknown;
       try {
@@ -67,7 +62,21 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
       reply.header('content-type', 'application/json; charset=utf-8');
       return reply.send(JSON.stringify(adapter.transformResponse(endpoint, parsed, requestBody)));
     }
-    return reply.send(upstream.body);
+    if (!streaming) return reply.send(upstream.body);
+    let stream: Readable = upstream.body;
+    if (adapter.createStreamTransform !== undefined) {
+      reply.removeHeader('content-length');
+      reply.header('content-type', 'text/event-stream; charset=utf-8');
+      reply.header('cache-control', 'no-cache');
+      const transform = adapter.createStreamTransform(endpoint, requestBody);
+      upstream.body.on('error', (error) => transform.destroy(error));
+      stream = upstream.body.pipe(transform);
+    }
+    if (input.streamIdleTimeoutMs !== undefined) {
+      reply.removeHeader('content-length');
+      stream = endWithErrorEventOnTimeout(stream, target.provider, input.streamIdleTimeoutMs, context);
+    }
+    return reply.send(stream);
   }
 
   const text = await readBounded(upstream.body, MAX_ERROR_BODY);
@@ -77,6 +86,33 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
   reply.removeHeader('content-encoding');
   reply.header('content-type', 'application/json; charset=utf-8');
   return reply.send(body);
+}
+
+/**
+ * A stream that stalls past request_timeout cannot get a 408 any more (the status is sent):
+ * it ends with an OpenAI-shaped error event instead, which the SDKs raise as an APIError.
+ */
+function endWithErrorEventOnTimeout(source: Readable, provider: string, timeoutMs: number, context: RequestContext): Readable {
+  const out = new PassThrough();
+  source.pipe(out, { end: true });
+  source.on('error', (error: Error & { code?: string }) => {
+    source.unpipe(out);
+    if (error.code !== 'UND_ERR_BODY_TIMEOUT') {
+      out.destroy(error);
+      return;
+    }
+    context.errorCode = 'AIGW_ERR_REQUEST_TIMEOUT';
+    const event = {
+      error: {
+        message: `The stream from ${provider} stalled for more than ${timeoutMs} ms (request_timeout).`,
+        type: 'timeout_error',
+        param: null,
+        code: 'AIGW_ERR_REQUEST_TIMEOUT',
+      },
+    };
+    out.end(`data: ${JSON.stringify(event)}\n\n`);
+  });
+  return out;
 }
 
 async function readBounded(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {

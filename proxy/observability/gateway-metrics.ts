@@ -10,6 +10,10 @@ export interface GatewayMetrics {
   readonly requestDuration: Histogram<'route' | 'provider' | 'status_class'>;
   readonly configReloads: Counter<'result'>;
   readonly configInfo: Gauge<'hash'>;
+  readonly retries: Counter<'target'>;
+  readonly fallbacks: Counter<'config'>;
+  readonly circuitState: Gauge<'target'>;
+  readonly circuitTransitions: Counter<'target' | 'from' | 'to'>;
   /** Marks `hash` as the served config (the one series with value 1). */
   setConfigHash(hash: string): void;
 }
@@ -42,12 +46,40 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     labelNames: ['hash'] as const,
     registers: [registry],
   });
+  const retries = new Counter({
+    name: 'aigateway_retries_total',
+    help: 'Retries made, by target (saved config:target name, or inline:<provider>).',
+    labelNames: ['target'] as const,
+    registers: [registry],
+  });
+  const fallbacks = new Counter({
+    name: 'aigateway_fallbacks_total',
+    help: 'Times a fallback strategy moved on to its next target, by saved config id (or inline).',
+    labelNames: ['config'] as const,
+    registers: [registry],
+  });
+  const circuitState = new Gauge({
+    name: 'aigateway_circuit_state',
+    help: 'Circuit breaker state by target: 0 closed, 1 half-open, 2 open.',
+    labelNames: ['target'] as const,
+    registers: [registry],
+  });
+  const circuitTransitions = new Counter({
+    name: 'aigateway_circuit_transitions_total',
+    help: 'Circuit breaker state changes by target.',
+    labelNames: ['target', 'from', 'to'] as const,
+    registers: [registry],
+  });
   return {
     registry,
     requests,
     requestDuration,
     configReloads,
     configInfo,
+    retries,
+    fallbacks,
+    circuitState,
+    circuitTransitions,
     setConfigHash(hash) {
       configInfo.reset();
       configInfo.set({ hash }, 1);

@@ -4,8 +4,9 @@ import { formatConfigIssues, parseRoutingConfig } from '../config/routing-config
 import type { GatewayState } from '../config/gateway-state.ts';
 import { GatewayError } from '../errors.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
+import { compileRoutingPlan, PlanCompileError, type PlanNode } from './routing-plan.ts';
 
-// Which config tree serves a request — the spec's four ways of naming a provider:
+// Which plan serves a request — the spec's four ways of naming a provider:
 //   3. x-gateway-config (inline JSON or a saved config id) — wins over the others;
 //   2. x-gateway-virtual-key;
 //   1. x-gateway-provider (name or @slug) + Authorization: Bearer;
@@ -15,52 +16,86 @@ import { HEADER, headerValue } from '../gateway-headers.ts';
 // the headers of ways 1, 2 or 4.
 
 export interface RouteSelection {
-  readonly config: RoutingConfig;
+  readonly plan: PlanNode;
   /** Id of the saved config, when one was named. */
   readonly configId: string | undefined;
 }
 
 const PROVIDER_KEYS = ['provider', 'virtual_key', 'strategy', 'targets'] as const;
 
+// Clients resend the same inline config on every request: parse and compile it once.
+const INLINE_CACHE_LIMIT = 512;
+const inlineCache = new Map<string, RoutingConfig>();
+
 export function selectRoute(headers: IncomingHttpHeaders, state: GatewayState): RouteSelection {
-  const fromHeaders = providerFromHeaders(headers);
-  const configHeader = headerValue(headers[HEADER.config]);
-  if (configHeader === undefined || configHeader.trim() === '') {
-    if (fromHeaders === undefined) throw missingProvider();
-    return { config: fromHeaders, configId: undefined };
+  const configHeader = headerValue(headers[HEADER.config])?.trim();
+  if (configHeader === undefined || configHeader === '') {
+    return { plan: compileInline(providerFromHeaders(headers) ?? throwMissingProvider()), configId: undefined };
   }
-  const { config, configId } = configFromHeader(configHeader.trim(), state);
-  const namesProvider = PROVIDER_KEYS.some((key) => config[key] !== undefined);
-  if (namesProvider) return { config, configId };
-  if (fromHeaders === undefined) throw missingProvider();
-  return { config: { ...fromHeaders, ...config }, configId };
+  if (!configHeader.startsWith('{')) return savedConfig(configHeader, state);
+  const config = parseInline(configHeader);
+  if (PROVIDER_KEYS.some((key) => config[key] !== undefined)) return { plan: compileCached(configHeader, config), configId: undefined };
+  const fromHeaders = providerFromHeaders(headers) ?? throwMissingProvider();
+  return { plan: compileInline({ ...fromHeaders, ...config }), configId: undefined };
 }
 
-function configFromHeader(value: string, state: GatewayState): RouteSelection {
-  if (value.startsWith('{')) {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(value);
-    } catch {
-      throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `${HEADER.config} is not valid JSON.`, { param: HEADER.config });
-    }
-    const parsed = parseRoutingConfig(raw);
-    if (!parsed.success) {
-      throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `Invalid config in ${HEADER.config}: ${formatConfigIssues(parsed.issues)}`, {
-        param: HEADER.config,
-      });
-    }
-    return { config: parsed.config, configId: undefined };
-  }
-  const saved = state.configs.get(value);
-  if (saved !== undefined) return { config: saved.config, configId: saved.id };
-  const issues = state.invalidConfigs.get(value);
+function savedConfig(id: string, state: GatewayState): RouteSelection {
+  const saved = state.configs.get(id);
+  if (saved !== undefined) return { plan: saved.plan, configId: saved.id };
+  const issues = state.invalidConfigs.get(id);
   if (issues !== undefined) {
-    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `Saved config "${value}" is invalid: ${formatConfigIssues([...issues])}`, {
+    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `Saved config "${id}" is invalid: ${formatConfigIssues([...issues])}`, {
       param: HEADER.config,
     });
   }
-  throw new GatewayError('AIGW_ERR_UNKNOWN_CONFIG', `No saved config with id "${value}".`, { param: HEADER.config });
+  throw new GatewayError('AIGW_ERR_UNKNOWN_CONFIG', `No saved config with id "${id}".`, { param: HEADER.config });
+}
+
+function parseInline(value: string): RoutingConfig {
+  const cached = inlineCache.get(value);
+  if (cached !== undefined) return cached;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(value);
+  } catch {
+    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `${HEADER.config} is not valid JSON.`, { param: HEADER.config });
+  }
+  const parsed = parseRoutingConfig(raw);
+  if (!parsed.success) {
+    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `Invalid config in ${HEADER.config}: ${formatConfigIssues(parsed.issues)}`, {
+      param: HEADER.config,
+    });
+  }
+  return parsed.config;
+}
+
+const compiledCache = new Map<string, PlanNode>();
+
+function compileCached(key: string, config: RoutingConfig): PlanNode {
+  const cached = compiledCache.get(key);
+  if (cached !== undefined) return cached;
+  const plan = compileInline(config);
+  if (compiledCache.size >= INLINE_CACHE_LIMIT) {
+    const oldest = compiledCache.keys().next().value;
+    if (oldest !== undefined) {
+      compiledCache.delete(oldest);
+      inlineCache.delete(oldest);
+    }
+  }
+  compiledCache.set(key, plan);
+  inlineCache.set(key, config);
+  return plan;
+}
+
+function compileInline(config: RoutingConfig): PlanNode {
+  try {
+    return compileRoutingPlan(config);
+  } catch (error) {
+    if (!(error instanceof PlanCompileError)) throw error;
+    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `Invalid config in ${HEADER.config}: ${formatConfigIssues(error.issues)}`, {
+      param: HEADER.config,
+    });
+  }
 }
 
 function providerFromHeaders(headers: IncomingHttpHeaders): RoutingConfig | undefined {
@@ -89,8 +124,8 @@ function bearerToken(authorization: string | undefined): string | undefined {
   return match?.[1];
 }
 
-function missingProvider(): GatewayError {
-  return new GatewayError(
+function throwMissingProvider(): never {
+  throw new GatewayError(
     'AIGW_ERR_MISSING_PROVIDER',
     `No provider identified: send ${HEADER.virtualKey}, or ${HEADER.provider} with Authorization, or ${HEADER.config}, or ${HEADER.customHost} with ${HEADER.provider}.`,
     { param: HEADER.virtualKey },

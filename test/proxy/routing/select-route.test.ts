@@ -22,7 +22,7 @@ function state(): GatewayState {
 
 function targetFor(headers: Record<string, string>) {
   const s = state();
-  return resolveTarget(selectRoute(headers, s).config, 'config', s);
+  return resolveTarget(selectRoute(headers, s).plan.settings, 'config', s, headers);
 }
 
 function gatewayError(code: string) {

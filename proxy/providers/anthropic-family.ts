@@ -1,0 +1,61 @@
+import { GatewayError } from '../errors.ts';
+import { toAnthropicRequest } from './anthropic-request.ts';
+import { fromAnthropicMessage, normaliseAnthropicError } from './anthropic-response.ts';
+import { createAnthropicStreamTransform } from './anthropic-stream.ts';
+import { ANTHROPIC_VERSION } from './anthropic-wire.ts';
+import type { PlanInput, ProviderAdapter, ProviderFamily, ResolveOptionsInput, UpstreamRequestPlan } from './provider-adapter.ts';
+
+// Anthropic (`anthropic`): chat completions over the Messages API. The client's token
+// arrives as `Authorization: Bearer` and is sent as `x-api-key`. Only chat completions
+// exist; every other endpoint gets the gateway's 400 naming provider and endpoint.
+// Saved provider options: `version` (anthropic-version, default 2023-06-01) and
+// `beta` (string or list, sent as anthropic-beta).
+
+export const anthropicAdapter: ProviderAdapter = {
+  family: 'anthropic',
+  supportsEndpoint: (endpoint) => endpoint === 'chat.completions',
+  planRequest({ target, body }: PlanInput): UpstreamRequestPlan {
+    const version = target.options['version'];
+    const beta = target.options['beta'];
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'anthropic-version': typeof version === 'string' ? version : ANTHROPIC_VERSION,
+    };
+    if (typeof beta === 'string') headers['anthropic-beta'] = beta;
+    if (target.apiKey !== undefined && target.apiKey !== '') headers['x-api-key'] = target.apiKey;
+    return {
+      url: `${target.baseUrl}/messages`,
+      method: 'POST',
+      headers,
+      body: JSON.stringify(toAnthropicRequest(body)),
+    };
+  },
+  transformResponse: (_endpoint, body, request) => fromAnthropicMessage(body, request),
+  createStreamTransform: (_endpoint, request) => createAnthropicStreamTransform(request),
+  normaliseError: normaliseAnthropicError,
+};
+
+function resolveAnthropicOptions({ saved }: ResolveOptionsInput): { options: Record<string, unknown> } {
+  const options: Record<string, unknown> = {};
+  const raw = saved?.options ?? {};
+  for (const [key, value] of Object.entries(raw)) {
+    if (key === 'version' && typeof value === 'string') options['version'] = value;
+    else if (key === 'beta' && (typeof value === 'string' || (Array.isArray(value) && value.every((v) => typeof v === 'string')))) {
+      options['beta'] = Array.isArray(value) ? value.join(',') : value;
+    } else {
+      throw new GatewayError(
+        'AIGW_ERR_INVALID_CONFIG',
+        `providers "${saved?.slug ?? ''}" options.${key}: anthropic accepts options version (string) and beta (string or list).`,
+        { param: 'options' },
+      );
+    }
+  }
+  return { options };
+}
+
+export const anthropicFamily: ProviderFamily = {
+  name: 'anthropic',
+  baseUrl: 'https://api.anthropic.com/v1',
+  adapter: anthropicAdapter,
+  resolveOptions: resolveAnthropicOptions,
+};

@@ -1,0 +1,243 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { GatewayState } from '../config/gateway-state.ts';
+import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import { GatewayError } from '../errors.ts';
+import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
+import type { ResolvedTarget } from '../providers/provider-adapter.ts';
+import { CircuitBreakers, countsAsBreakerFailure } from '../resilience/circuit-breakers.ts';
+import { backoffDelayMs, MAX_RETRY_WAIT_MS, retryableStatus, retryAfterMs } from '../resilience/retry-policy.ts';
+import { attemptTarget, type AttemptResult } from '../upstream/call-target.ts';
+import { pickLoadBalancedChild } from './pick-load-balanced-target.ts';
+import { resolveTarget } from './resolve-target.ts';
+import type { PlanNode } from './routing-plan.ts';
+
+// The strategy walk (DESIGN.md §2): single | fallback | loadbalance | conditional over a
+// compiled plan, with retries and circuit breakers at the leaves. Gateway validation
+// errors (a GatewayError thrown while resolving a target) end the walk at once; upstream
+// answers and network failures are results the strategies decide on.
+
+/** Process-wide pieces the walk needs; they outlive config reloads. */
+export interface RoutingRuntime {
+  readonly dispatcher: Dispatcher;
+  readonly breakers: CircuitBreakers;
+  readonly metrics: GatewayMetrics;
+  readonly now: () => number;
+  readonly random: () => number;
+  readonly retryBaseDelayMs: number;
+  readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+export interface WalkRequest {
+  readonly runtime: RoutingRuntime;
+  readonly state: GatewayState;
+  readonly endpoint: InferenceEndpoint;
+  readonly body: Record<string, unknown>;
+  readonly rawBody: Buffer | undefined;
+  readonly headers: IncomingHttpHeaders;
+  readonly metadata: Readonly<Record<string, unknown>> | undefined;
+  readonly pathname: string;
+  readonly configId: string | undefined;
+  readonly forwardHeaders: readonly string[];
+  /** x-gateway-request-timeout: per-attempt bound and the whole request's budget. */
+  readonly requestTimeoutMs: number | undefined;
+  readonly deadline: number;
+  readonly signal: AbortSignal;
+}
+
+export type WalkResult = AttemptResult | { readonly kind: 'unavailable'; readonly labels: readonly string[]; readonly reason: string };
+
+/** Mutable facts the walk reports back (headers, log, metrics). */
+export interface WalkProgress {
+  retries: number;
+  lastPath: string | undefined;
+  lastTarget: ResolvedTarget | undefined;
+}
+
+export async function walkPlan(root: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+  return runNode(root, request, progress);
+}
+
+export function isSuccess(result: WalkResult): boolean {
+  return result.kind === 'response' && result.response.statusCode >= 200 && result.response.statusCode < 300;
+}
+
+function statusOf(result: AttemptResult): number {
+  return result.kind === 'response' ? result.response.statusCode : result.error.status;
+}
+
+/** Frees a result we will not relay (keeps the connection reusable when the body is small). */
+export function discard(result: WalkResult): void {
+  if (result.kind === 'response') result.response.body.dump().catch(() => undefined);
+}
+
+async function runNode(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+  switch (node.mode) {
+    case undefined:
+      return runLeaf(node, request, progress);
+    case 'single':
+      return runNode(firstChild(node), request, progress);
+    case 'fallback':
+      return runFallback(node, request, progress);
+    case 'loadbalance':
+      return runLoadBalance(node, request, progress);
+    case 'conditional':
+      return runConditional(node, request, progress);
+  }
+}
+
+function firstChild(node: PlanNode): PlanNode {
+  const child = node.children[0];
+  if (child === undefined) throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `${node.path}: no targets.`);
+  return child;
+}
+
+async function runFallback(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+  const unavailable: string[] = [];
+  let last: AttemptResult | undefined;
+  for (let index = 0; index < node.children.length; index++) {
+    const child = node.children[index] as PlanNode;
+    const result = await runNode(child, request, progress);
+    if (result.kind === 'unavailable') {
+      unavailable.push(...result.labels);
+      continue;
+    }
+    if (isSuccess(result)) return result;
+    if (last !== undefined) discard(last);
+    last = result;
+    const hasNext = index < node.children.length - 1;
+    const fallsBack = child.fallbackOn === undefined || child.fallbackOn.has(statusOf(result));
+    if (!hasNext || !fallsBack || request.signal.aborted) return result;
+    request.runtime.metrics.fallbacks.inc({ config: request.configId ?? 'inline' });
+  }
+  return last ?? { kind: 'unavailable', labels: unavailable, reason: 'every fallback target is unavailable (circuit open)' };
+}
+
+async function runLoadBalance(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+  const weighted = node.children.filter((child) => child.weight > 0);
+  if (weighted.length === 0) {
+    return { kind: 'unavailable', labels: [], reason: `${node.path}: every loadbalance target has weight 0` };
+  }
+  const available = weighted.filter((child) => nodeAvailable(child, request));
+  const picked = pickLoadBalancedChild(available, request.runtime.random);
+  if (picked === undefined) {
+    return { kind: 'unavailable', labels: weighted.flatMap((child) => leafLabels(child, request)), reason: 'every loadbalance target is unavailable (circuit open)' };
+  }
+  return runNode(picked, request, progress);
+}
+
+async function runConditional(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+  const input = { metadata: request.metadata, params: request.body, url: { pathname: request.pathname } };
+  const matched = node.conditions.find((condition) => condition.test(input))?.child ?? node.defaultChild;
+  if (matched === undefined) {
+    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `${node.path}: no condition matched and no default target is set.`);
+  }
+  return runNode(matched, request, progress);
+}
+
+async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+  const { runtime } = request;
+  const target = resolveTarget(node.settings, node.path, request.state, request.headers);
+  progress.lastPath = node.path;
+  progress.lastTarget = target;
+  if (!target.adapter.supportsEndpoint(request.endpoint)) {
+    throw new GatewayError('AIGW_ERR_UNSUPPORTED_ENDPOINT', `Provider "${target.provider}" has no ${request.pathname} endpoint.`, {
+      param: 'x-gateway-provider',
+    });
+  }
+  const settings = node.settings;
+  const breaker = settings.cb_config;
+  const id = breaker === undefined ? '' : breakerId(node, target, request);
+  const label = breaker === undefined && settings.retry === undefined ? '' : targetLabel(node, target, request);
+  const maxRetries = settings.retry?.attempts ?? 0;
+  const forwardHeaders = settings.forward_headers === undefined ? request.forwardHeaders : [...request.forwardHeaders, ...settings.forward_headers];
+
+  let result: AttemptResult | undefined;
+  for (let retry = 0; ; retry++) {
+    if (breaker !== undefined && !runtime.breakers.tryPass(id, label, breaker)) {
+      return result ?? { kind: 'unavailable', labels: [label], reason: 'circuit open' };
+    }
+    const timeoutMs = attemptTimeout(settings.request_timeout, request);
+    if (timeoutMs !== undefined && timeoutMs <= 0) {
+      if (breaker !== undefined) runtime.breakers.release(id);
+      return result ?? timedOut(target, request);
+    }
+    if (result !== undefined) discard(result);
+    result = await attemptTarget({
+      dispatcher: runtime.dispatcher,
+      target,
+      endpoint: request.endpoint,
+      body: request.body,
+      rawBody: request.rawBody,
+      requestHeaders: request.headers,
+      forwardHeaders,
+      timeoutMs,
+      signal: request.signal,
+    });
+    const status = statusOf(result);
+    if (breaker !== undefined) {
+      if (request.signal.aborted) runtime.breakers.release(id);
+      else runtime.breakers.record(id, label, breaker, failedForBreaker(result, status, breaker));
+    }
+    if (isSuccess(result) || retry >= maxRetries || request.signal.aborted) return result;
+    if (settings.retry === undefined || !retryableStatus(status, settings.retry)) return result;
+    const wait = retryWait(result, settings.retry.use_retry_after_headers === true, retry, request);
+    if (wait === undefined) return result;
+    await runtime.sleep(wait, request.signal);
+    if (request.signal.aborted) return result;
+    progress.retries++;
+    runtime.metrics.retries.inc({ target: label });
+  }
+}
+
+function failedForBreaker(result: AttemptResult, status: number, breaker: NonNullable<PlanNode['settings']['cb_config']>): boolean {
+  return countsAsBreakerFailure(status, breaker, result.kind === 'error' && result.networkOrTimeout);
+}
+
+/** The wait before the next retry, or undefined when it would overrun the request's budget. */
+function retryWait(result: AttemptResult, useRetryAfter: boolean, retry: number, request: WalkRequest): number | undefined {
+  const { runtime } = request;
+  const asked = useRetryAfter && result.kind === 'response' ? retryAfterMs(result.response.headers, runtime.now()) : undefined;
+  const wait = asked ?? backoffDelayMs(retry, runtime.retryBaseDelayMs, runtime.random);
+  if (wait > MAX_RETRY_WAIT_MS || runtime.now() + wait >= request.deadline) return undefined;
+  return wait;
+}
+
+function attemptTimeout(configured: number | undefined, request: WalkRequest): number | undefined {
+  const perAttempt = request.requestTimeoutMs ?? configured;
+  if (!Number.isFinite(request.deadline)) return perAttempt;
+  const remaining = request.deadline - request.runtime.now();
+  return perAttempt === undefined ? remaining : Math.min(perAttempt, remaining);
+}
+
+function timedOut(target: ResolvedTarget, request: WalkRequest): AttemptResult {
+  const error = new GatewayError('AIGW_ERR_REQUEST_TIMEOUT', `Request timed out after ${request.requestTimeoutMs} ms (x-gateway-request-timeout).`);
+  return { kind: 'error', error, target, networkOrTimeout: true };
+}
+
+function nodeAvailable(node: PlanNode, request: WalkRequest): boolean {
+  if (node.mode !== undefined) return node.children.some((child) => nodeAvailable(child, request));
+  const breaker = node.settings.cb_config;
+  if (breaker === undefined) return true;
+  const target = resolveTarget(node.settings, node.path, request.state, request.headers);
+  return request.runtime.breakers.isAvailable(breakerId(node, target, request), breaker);
+}
+
+function leafLabels(node: PlanNode, request: WalkRequest): string[] {
+  if (node.mode !== undefined) return node.children.flatMap((child) => leafLabels(child, request));
+  const target = resolveTarget(node.settings, node.path, request.state, request.headers);
+  return [targetLabel(node, target, request)];
+}
+
+/** Stable breaker identity: saved config id + path, or provider + host + model for inline configs. */
+function breakerId(node: PlanNode, target: ResolvedTarget, request: WalkRequest): string {
+  if (request.configId !== undefined) return `${request.configId}#${node.path}`;
+  const model = target.node.override_params?.['model'] ?? request.body['model'];
+  return `${target.provider}|${target.baseUrl}|${String(model)}`;
+}
+
+/** Bounded metric label: saved config and target name, or the provider for inline configs. */
+function targetLabel(node: PlanNode, target: ResolvedTarget, request: WalkRequest): string {
+  if (request.configId !== undefined) return `${request.configId}:${node.name ?? node.path}`;
+  return `inline:${target.provider}`;
+}

@@ -1,0 +1,105 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import { GatewayError } from '../errors.ts';
+import type { ResolvedTarget } from '../providers/provider-adapter.ts';
+
+// One upstream attempt for one resolved target: override_params, the provider's plan,
+// forwarded headers, per-attempt timeouts. Network failures and timeouts come back as
+// GatewayErrors (never thrown), so the strategy walk can decide what happens next.
+
+export type AttemptResult =
+  | {
+      readonly kind: 'response';
+      readonly response: Dispatcher.ResponseData;
+      readonly target: ResolvedTarget;
+      /** The body as sent upstream (overrides applied). */
+      readonly requestBody: Record<string, unknown>;
+      /** The stream idle bound in force, for the relay's timeout event. */
+      readonly timeoutMs: number | undefined;
+    }
+  | { readonly kind: 'error'; readonly error: GatewayError; readonly target: ResolvedTarget; readonly networkOrTimeout: boolean };
+
+export interface AttemptInput {
+  readonly dispatcher: Dispatcher;
+  readonly target: ResolvedTarget;
+  readonly endpoint: InferenceEndpoint;
+  readonly body: Record<string, unknown>;
+  readonly rawBody: Buffer | undefined;
+  readonly requestHeaders: IncomingHttpHeaders;
+  /** Extra request header names to pass through unprocessed (from the header and the config). */
+  readonly forwardHeaders: readonly string[];
+  readonly timeoutMs: number | undefined;
+  readonly signal: AbortSignal;
+}
+
+// Never forwarded, whatever a config asks: connection-level headers and our own secrets.
+const NOT_FORWARDABLE = new Set([
+  'host',
+  'connection',
+  'content-length',
+  'transfer-encoding',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'x-gateway-api-key',
+]);
+
+export async function attemptTarget(input: AttemptInput): Promise<AttemptResult> {
+  const { target, endpoint } = input;
+  const overrides = target.node.override_params;
+  const body = overrides !== undefined && Object.keys(overrides).length > 0 ? { ...input.body, ...overrides } : input.body;
+  const plan = await target.adapter.planRequest({ target, endpoint, body, bodyChanged: body !== input.body });
+  const headers = withForwardedHeaders(plan.headers, input.requestHeaders, input.forwardHeaders);
+  const url = new URL(plan.url);
+  try {
+    const response = await input.dispatcher.request({
+      origin: url.origin,
+      path: url.pathname + url.search,
+      method: plan.method,
+      headers,
+      body: plan.body ?? input.rawBody,
+      signal: input.signal,
+      ...(input.timeoutMs === undefined ? {} : { headersTimeout: input.timeoutMs, bodyTimeout: input.timeoutMs }),
+    });
+    return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs };
+  } catch (error) {
+    return { kind: 'error', error: upstreamFailure(error, target.provider, input.timeoutMs), target, networkOrTimeout: true };
+  }
+}
+
+function withForwardedHeaders(
+  planned: Record<string, string>,
+  requestHeaders: IncomingHttpHeaders,
+  names: readonly string[],
+): Record<string, string> {
+  const headers: Record<string, string> = { 'accept-encoding': 'identity' };
+  for (const name of names) {
+    const lower = name.toLowerCase();
+    const value = requestHeaders[lower];
+    if (value === undefined || NOT_FORWARDABLE.has(lower)) continue;
+    headers[lower] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  // The provider's own headers (credentials, content type) win over forwarded ones.
+  return Object.assign(headers, planned);
+}
+
+/** A failed upstream call as a gateway error: 408 for our request_timeout, 504/502 otherwise. */
+export function upstreamFailure(error: unknown, provider: string, timeoutMs: number | undefined): GatewayError {
+  if (error instanceof GatewayError) return error;
+  const code = (error as { code?: string }).code;
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    if (timeoutMs !== undefined) {
+      return new GatewayError('AIGW_ERR_REQUEST_TIMEOUT', `Request to ${provider} timed out after ${timeoutMs} ms (request_timeout).`, {
+        cause: error,
+      });
+    }
+    return new GatewayError('AIGW_ERR_UPSTREAM_TIMEOUT', `${provider} did not answer in time.`, { cause: error });
+  }
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') {
+    return new GatewayError('AIGW_ERR_UPSTREAM_TIMEOUT', `Connecting to ${provider} timed out.`, { cause: error });
+  }
+  const reason = typeof code === 'string' ? code : error instanceof Error ? error.name : 'network error';
+  return new GatewayError('AIGW_ERR_UPSTREAM_UNREACHABLE', `Could not reach ${provider}: ${reason}`, { cause: error });
+}

@@ -31,6 +31,9 @@ export interface HarnessOptions {
   env?: Record<string, string>;
   bodyLimitBytes?: number;
   reloadIntervalMs?: number;
+  retryBaseDelayMs?: number;
+  now?: () => number;
+  random?: () => number;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -56,6 +59,9 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     host: '127.0.0.1',
     bodyLimitBytes: options.bodyLimitBytes,
     reloadIntervalMs: options.reloadIntervalMs ?? 200,
+    retryBaseDelayMs: options.retryBaseDelayMs ?? 1,
+    now: options.now,
+    random: options.random,
   });
   let counter = 0;
   return {
@@ -107,4 +113,16 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+/** A deterministic PRNG (mulberry32) for distribution tests. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }

@@ -72,7 +72,7 @@ describe('selectRoute + resolveTarget', () => {
     assert.throws(() => targetFor({ 'x-gateway-custom-host': 'http://127.0.0.1/v1' }), gatewayError('AIGW_ERR_MISSING_PROVIDER'));
     assert.throws(() => targetFor({ 'x-gateway-provider': 'openai' }), gatewayError('AIGW_ERR_MISSING_PROVIDER_KEY'));
     assert.throws(() => targetFor({ 'x-gateway-provider': 'ollama' }), gatewayError('AIGW_ERR_MISSING_PROVIDER'));
-    assert.throws(() => targetFor({ 'x-gateway-provider': 'anthropic', authorization: 'Bearer k' }), gatewayError('AIGW_ERR_UNSUPPORTED_PROVIDER'));
+    assert.throws(() => targetFor({ 'x-gateway-provider': 'not-a-provider', authorization: 'Bearer k' }), gatewayError('AIGW_ERR_UNSUPPORTED_PROVIDER'));
     assert.throws(
       () => targetFor({ 'x-gateway-provider': 'openai', 'x-gateway-custom-host': 'ftp://host/v1', authorization: 'Bearer k' }),
       gatewayError('AIGW_ERR_INVALID_HEADER'),

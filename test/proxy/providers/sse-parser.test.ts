@@ -1,0 +1,97 @@
+// The shared incremental SSE parser: framing rules (WHATWG) and robustness to how bytes
+// are split across TCP chunks.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { SSE_DONE, SseParser, sseFrame, type SseEvent } from '../../../proxy/providers/sse-parser.ts';
+
+function parseAll(chunks: ReadonlyArray<string | Buffer>): SseEvent[] {
+  const parser = new SseParser();
+  const events: SseEvent[] = [];
+  for (const chunk of chunks) events.push(...parser.push(chunk));
+  events.push(...parser.end());
+  return events;
+}
+
+const event = (data: string, name?: string, id?: string): SseEvent => ({ event: name, data, id });
+
+const STREAM = [
+  ': keep-alive\n\n',
+  'event: message_start\ndata: {"type":"message_start"}\n\n',
+  'data: line one\ndata: line two\n\n',
+  ':ping\n',
+  'id: 7\nevent: delta\ndata: {"text":"héllo ✓ 🎉"}\n\n',
+  'data:no-space\n\n',
+  'data: [DONE]\n\n',
+].join('');
+
+const EXPECTED: SseEvent[] = [
+  event('{"type":"message_start"}', 'message_start'),
+  event('line one\nline two'),
+  event('{"text":"héllo ✓ 🎉"}', 'delta', '7'),
+  event('no-space', undefined, '7'),
+  event('[DONE]', undefined, '7'),
+];
+
+describe('SseParser', () => {
+  test('parses named events, multi-line data, ids, and skips comment keep-alives', () => {
+    assert.deepEqual(parseAll([STREAM]), EXPECTED);
+  });
+
+  test('CRLF and lone CR line ends frame events like LF', () => {
+    assert.deepEqual(parseAll([STREAM.replaceAll('\n', '\r\n')]), EXPECTED);
+    assert.deepEqual(parseAll([STREAM.replaceAll('\n', '\r')]), EXPECTED);
+  });
+
+  test('a CRLF split between two chunks is one line end, not two', () => {
+    assert.deepEqual(parseAll(['data: a\r', '\n\r', '\ndata: b\r\n\r\n']), [event('a'), event('b')]);
+  });
+
+  test('empty events (a blank line alone, an event with only a comment) produce nothing', () => {
+    assert.deepEqual(parseAll(['\n\n\n', ': only a comment\n\n', '\r\n\r\n']), []);
+  });
+
+  test('an event with a name but no data is still delivered, with empty data', () => {
+    assert.deepEqual(parseAll(['event: ping\n\n']), [event('', 'ping')]);
+  });
+
+  test('an empty data line counts as data', () => {
+    assert.deepEqual(parseAll(['data:\n\n']), [event('')]);
+  });
+
+  test('unknown fields and field names without a colon are ignored', () => {
+    assert.deepEqual(parseAll(['retry: 1000\nfoo: bar\ndata\ndata: x\n\n']), [event('\nx')]);
+  });
+
+  test('end() flushes a final event that lacks its blank line', () => {
+    assert.deepEqual(parseAll(['data: tail']), [event('tail')]);
+    assert.deepEqual(parseAll(['data: tail\n']), [event('tail')]);
+  });
+
+  test('frames split at every byte offset parse the same', () => {
+    const bytes = Buffer.from(STREAM);
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      assert.deepEqual(parseAll([bytes.subarray(0, cut), bytes.subarray(cut)]), EXPECTED, `split at byte ${cut}`);
+    }
+  });
+
+  test('byte-by-byte delivery (multi-byte UTF-8 split across chunks) parses the same', () => {
+    const bytes = Buffer.from(STREAM.replaceAll('\n', '\r\n'));
+    const single = [...bytes].map((byte) => Buffer.from([byte]));
+    assert.deepEqual(parseAll(single), EXPECTED);
+  });
+
+  test('events complete as soon as their blank line arrives, not at the end', () => {
+    const parser = new SseParser();
+    assert.deepEqual(parser.push('data: one\n'), []);
+    assert.deepEqual(parser.push('\ndata: tw'), [event('one')]);
+    assert.deepEqual(parser.push('o\n\n'), [event('two')]);
+  });
+
+  test('sseFrame and SSE_DONE write OpenAI-style data-only frames the parser reads back', () => {
+    const payload = { id: 'x', choices: [{ delta: { content: 'a\nb' } }] };
+    assert.equal(sseFrame(payload), `data: ${JSON.stringify(payload)}\n\n`);
+    const events = parseAll([sseFrame(payload) + SSE_DONE]);
+    assert.deepEqual(JSON.parse(events[0]?.data ?? ''), payload);
+    assert.equal(events[1]?.data, '[DONE]');
+  });
+});

@@ -5,9 +5,12 @@
 //   operator  run the Kubernetes operator (lands with the operator)
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { controlPlaneRoutes } from '../operator/api/control-plane.ts';
 import { loadStateFromFiles } from '../proxy/config/state-loader.ts';
+import { FilePolicyStore } from '../proxy/ratelimit/policy-store.ts';
+import { RedisCounterStore } from '../proxy/ratelimit/redis-counter-store.ts';
 import { createGatewayLogger } from '../proxy/observability/request-log.ts';
 import { StateLoadError, startGateway } from '../proxy/standalone-gateway.ts';
 
@@ -23,6 +26,8 @@ Commands:
                --log-file <file>     request log     (env AIGATEWAY_LOG_FILE, default stdout)
                --log-level <level>   (env AIGATEWAY_LOG_LEVEL, default info)
                --max-body-bytes <n>  (env AIGATEWAY_MAX_BODY_BYTES, default 20971520)
+               --redis-url <url>     shared rate-limit counters (env REDIS_URL; default: in memory)
+               --ratelimit-fail-mode open|closed  when Redis fails (env AIGATEWAY_RATELIMIT_FAIL_MODE, default open)
   validate <file> [--credentials <file>]
              Check a state file; exit 0 when valid, 1 otherwise
   operator   Run the Kubernetes operator (not available yet)
@@ -78,6 +83,8 @@ async function serve(args: string[]): Promise<number> {
       'log-file': { type: 'string' },
       'log-level': { type: 'string' },
       'max-body-bytes': { type: 'string' },
+      'redis-url': { type: 'string' },
+      'ratelimit-fail-mode': { type: 'string' },
     },
     strict: true,
   });
@@ -92,7 +99,11 @@ async function serve(args: string[]): Promise<number> {
     level: pick(values['log-level'], 'AIGATEWAY_LOG_LEVEL', 'info'),
     destination: pick(values['log-file'], 'AIGATEWAY_LOG_FILE'),
   });
+  const failMode = pick(values['ratelimit-fail-mode'], 'AIGATEWAY_RATELIMIT_FAIL_MODE', 'open');
+  if (failMode !== 'open' && failMode !== 'closed') throw new UsageError(`ratelimit-fail-mode must be open or closed, got "${failMode}"`);
+  const redisUrl = pick(values['redis-url'], 'REDIS_URL');
   mkdirSync(dataDir, { recursive: true });
+  const policyStore = await FilePolicyStore.open(join(dataDir, 'rate-limit-policies.json'));
 
   const env = { ...process.env };
   ensureGatewayApiKey(resolve(configPath), env);
@@ -104,6 +115,10 @@ async function serve(args: string[]): Promise<number> {
     port,
     host,
     bodyLimitBytes,
+    policyStore,
+    counterStore: redisUrl === undefined ? undefined : new RedisCounterStore({ url: redisUrl }),
+    rateLimitFailMode: failMode,
+    controlPlane: controlPlaneRoutes,
   });
   process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir})\n`);
 

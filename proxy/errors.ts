@@ -30,6 +30,7 @@ export const ERROR_CODES = {
   AIGW_ERR_MISSING_API_KEY: { status: 401, type: 'authentication_error' },
   AIGW_ERR_INVALID_API_KEY: { status: 401, type: 'authentication_error' },
   AIGW_ERR_FORBIDDEN: { status: 403, type: 'permission_error' },
+  AIGW_ERR_READ_ONLY: { status: 409, type: 'invalid_request_error' },
   AIGW_ERR_NOT_FOUND: { status: 404, type: 'not_found_error' },
   AIGW_ERR_UNKNOWN_CONFIG: { status: 404, type: 'not_found_error' },
   AIGW_ERR_UNKNOWN_PROVIDER: { status: 404, type: 'not_found_error' },
@@ -42,6 +43,7 @@ export const ERROR_CODES = {
   AIGW_ERR_UPSTREAM_UNREACHABLE: { status: 502, type: 'api_error' },
   AIGW_ERR_UPSTREAM_INVALID_RESPONSE: { status: 502, type: 'api_error' },
   AIGW_ERR_TARGETS_UNAVAILABLE: { status: 503, type: 'api_error' },
+  AIGW_ERR_STORE_UNAVAILABLE: { status: 503, type: 'api_error' },
   AIGW_ERR_UPSTREAM_TIMEOUT: { status: 504, type: 'timeout_error' },
 } as const satisfies Record<string, ErrorCodeSpec>;
 
@@ -52,6 +54,8 @@ export interface GatewayErrorOptions {
   param?: string | null;
   /** Overrides the code's default status (used for provider errors that keep their status). */
   status?: number;
+  /** Response headers that belong to this answer (e.g. retry-after). */
+  headers?: Readonly<Record<string, string>>;
   cause?: unknown;
 }
 
@@ -61,6 +65,7 @@ export class GatewayError extends Error {
   readonly status: number;
   readonly type: OpenAIErrorType;
   readonly param: string | null;
+  readonly headers: Readonly<Record<string, string>> | undefined;
 
   constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -69,6 +74,7 @@ export class GatewayError extends Error {
     this.status = options.status ?? ERROR_CODES[code].status;
     this.type = ERROR_CODES[code].type;
     this.param = options.param ?? null;
+    this.headers = options.headers;
   }
 }
 

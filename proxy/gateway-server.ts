@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { authenticateApiKey } from './auth/api-key-auth.ts';
-import type { GatewayState } from './config/gateway-state.ts';
-import { registerInferenceRoutes } from './endpoints/inference-routes.ts';
-import type { RoutingRuntime } from './routing/execute-plan.ts';
+import type { GatewayScope, GatewayState } from './config/gateway-state.ts';
+import { registerInferenceRoutes, type InferenceDeps } from './endpoints/inference-routes.ts';
 import { GatewayError, isGatewayError, toErrorBody } from './errors.ts';
 import { HEADER, headerValue } from './gateway-headers.ts';
 import { statusClass, type GatewayMetrics } from './observability/gateway-metrics.ts';
@@ -18,7 +17,9 @@ export interface GatewayServerOptions {
   initialState: GatewayState;
   logger: Logger;
   metrics: GatewayMetrics;
-  routing: RoutingRuntime;
+  inference: InferenceDeps;
+  /** Control-plane routes (prompt render, policies) mounted in-process in standalone mode. */
+  controlPlane?: FastifyPluginAsync | undefined;
   /** Largest accepted request body (bytes); larger → 413. */
   bodyLimitBytes?: number;
 }
@@ -83,7 +84,9 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     request.gateway = newRequestContext(traceId, state);
     reply.header(HEADER.traceId, traceId);
     if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
-    request.gateway.apiKey = authenticateApiKey(request.gateway.state, request.headers[HEADER.apiKey], 'inference');
+    // Routes declare the scope they need; the rest (incl. unknown routes) need a valid key.
+    const scope = (request.routeOptions.config as { gatewayScope?: GatewayScope } | undefined)?.gatewayScope;
+    request.gateway.apiKey = authenticateApiKey(request.gateway.state, request.headers[HEADER.apiKey], scope);
     request.gateway.metadata = parseMetadata(headerValue(request.headers[HEADER.metadata]));
   });
 
@@ -115,7 +118,8 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     return metrics.registry.metrics();
   });
 
-  registerInferenceRoutes(app, options.routing);
+  registerInferenceRoutes(app, options.inference);
+  if (options.controlPlane !== undefined) void app.register(options.controlPlane);
 
   return {
     app,
@@ -155,6 +159,7 @@ function sendError(error: FastifyError | GatewayError, request: FastifyRequest, 
   }
   if (request.gateway !== null && request.gateway !== undefined) request.gateway.errorCode = gatewayError.code;
   if (reply.sent || reply.raw.headersSent) return reply;
+  if (gatewayError.headers !== undefined) reply.headers(gatewayError.headers);
   return reply.code(gatewayError.status).header('content-type', 'application/json; charset=utf-8').send(toErrorBody(gatewayError));
 }
 

@@ -4,6 +4,12 @@ import { watchStateSources, type StateWatcher } from './config/state-watcher.ts'
 import { createGatewayServer, type GatewayServer } from './gateway-server.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/gateway-metrics.ts';
 import { setTimeout as sleepFor } from 'node:timers/promises';
+import type { FastifyPluginAsync } from 'fastify';
+import type { GatewayState } from './config/gateway-state.ts';
+import type { RateLimitCounterStore } from './ratelimit/counter-store.ts';
+import { MemoryCounterStore } from './ratelimit/memory-counter-store.ts';
+import { FilePolicyStore, type PolicyStore } from './ratelimit/policy-store.ts';
+import { RateLimiter, type FailMode } from './ratelimit/rate-limiter.ts';
 import { CircuitBreakers, CIRCUIT_STATE_VALUE } from './resilience/circuit-breakers.ts';
 import type { RoutingRuntime } from './routing/execute-plan.ts';
 import { createUpstreamAgent } from './upstream/upstream-agent.ts';
@@ -23,6 +29,17 @@ export interface StartGatewayOptions {
   metrics?: GatewayMetrics;
   /** Base of the exponential retry backoff (ms); default 250. */
   retryBaseDelayMs?: number;
+  /** Rate-limit counters (memory standalone, Redis in a cluster); default: memory. */
+  counterStore?: RateLimitCounterStore;
+  /** What happens when the counter store fails: admit (open, default) or refuse (closed). */
+  rateLimitFailMode?: FailMode;
+  /** Where API-created policies live; default: memory only. */
+  policyStore?: PolicyStore;
+  /**
+   * Control-plane routes mounted in-process (standalone). Built by the composition root from
+   * operator/api, given the gateway's live state and policy store.
+   */
+  controlPlane?: (host: ControlPlaneHost) => FastifyPluginAsync;
   /** Clock for breakers and retry budgets (tests inject a fake one). */
   now?: () => number;
   random?: () => number;
@@ -36,7 +53,14 @@ export interface RunningGateway {
   readonly metrics: GatewayMetrics;
   readonly watcher: StateWatcher;
   readonly breakers: CircuitBreakers;
+  readonly policyStore: PolicyStore;
   close(): Promise<void>;
+}
+
+/** What the control plane sees of a running standalone gateway. */
+export interface ControlPlaneHost {
+  currentState(): GatewayState;
+  readonly policyStore: PolicyStore;
 }
 
 export class StateLoadError extends Error {
@@ -75,11 +99,17 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     retryBaseDelayMs: options.retryBaseDelayMs ?? 250,
     sleep: (ms, signal) => sleepFor(ms, undefined, { signal }).catch(() => undefined),
   };
+  const counterStore = options.counterStore ?? new MemoryCounterStore();
+  const policyStore = options.policyStore ?? FilePolicyStore.inMemory();
+  const rateLimiter = new RateLimiter({ store: counterStore, metrics, logger, failMode: options.rateLimitFailMode ?? 'open', now });
+  let live = loaded.state;
+  const controlPlaneHost: ControlPlaneHost = { currentState: () => live, policyStore };
   const server = createGatewayServer({
     initialState: loaded.state,
     logger,
     metrics,
-    routing,
+    inference: { routing, rateLimiter, dynamicPolicies: () => policyStore.snapshot() },
+    controlPlane: options.controlPlane?.(controlPlaneHost),
     bodyLimitBytes: options.bodyLimitBytes,
   });
 
@@ -92,6 +122,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       for (const warning of outcome.warnings) logger.warn({ warning }, 'state warning');
       if (outcome.ok) {
         server.swapState(outcome.state);
+        live = outcome.state;
         metrics.setConfigHash(outcome.state.hash);
         metrics.configReloads.inc({ result: 'success' });
         logger.info({ config_hash: outcome.state.hash }, 'state reloaded');
@@ -115,11 +146,13 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     metrics,
     watcher,
     breakers,
+    policyStore,
     async close() {
       watcher.close();
       server.setReady(false);
       await server.app.close();
       await dispatcher.close();
+      await counterStore.close();
     },
   };
 }

@@ -8,11 +8,11 @@ import { GatewayError } from '../errors.ts';
 
 export const API_KEY_HEADER = 'x-gateway-api-key';
 
-/** Returns the key record for the presented header value, or throws a 401/403. */
+/** Returns the key record for the presented header value, or throws a 401 (403 without the scope). */
 export function authenticateApiKey(
   state: GatewayState,
   presented: string | string[] | undefined,
-  requiredScope: GatewayScope,
+  requiredScope: GatewayScope | undefined,
 ): GatewayApiKey {
   if (typeof presented !== 'string' || presented === '') {
     throw new GatewayError('AIGW_ERR_MISSING_API_KEY', `Missing gateway API key: send it in the ${API_KEY_HEADER} header.`, {
@@ -24,7 +24,7 @@ export function authenticateApiKey(
   if (found === undefined || !timingSafeEqual(found.digest, digest)) {
     throw new GatewayError('AIGW_ERR_INVALID_API_KEY', 'Invalid gateway API key.', { param: API_KEY_HEADER });
   }
-  if (!found.scopes.has(requiredScope)) {
+  if (requiredScope !== undefined && !found.scopes.has(requiredScope)) {
     throw new GatewayError('AIGW_ERR_FORBIDDEN', `This gateway API key lacks the "${requiredScope}" scope.`, {
       param: API_KEY_HEADER,
     });

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { compileRoutingPlan, PlanCompileError, type PlanNode } from '../routing/routing-plan.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
 import { parseRoutingConfig, formatConfigIssues } from './routing-config-validation.ts';
+import type { PromptEntry } from '../prompts/prompt-schema.ts';
 import type { CredentialsDocument, GatewayStateDocument, ProviderEntry } from './state-schema.ts';
 
 // The immutable runtime snapshot built from one state document. Requests capture the
@@ -37,6 +38,7 @@ export interface GatewayState {
   readonly configs: ReadonlyMap<string, SavedConfig>;
   /** Saved configs that failed validation: id → issues. They answer 400; the rest serve. */
   readonly invalidConfigs: ReadonlyMap<string, readonly string[]>;
+  readonly prompts: ReadonlyMap<string, PromptEntry>;
   readonly document: Readonly<GatewayStateDocument>;
 }
 
@@ -117,6 +119,17 @@ export function buildGatewayState(
     }
   });
 
+  const prompts = new Map<string, PromptEntry>();
+  document.prompts.forEach((prompt, index) => {
+    if (prompts.has(prompt.id)) errors.push(`prompts[${index}].id: duplicate id "${prompt.id}"`);
+    prompts.set(prompt.id, prompt);
+  });
+  const policyIds = new Set<string>();
+  document.rateLimitPolicies.forEach((policy, index) => {
+    if (policyIds.has(policy.id)) errors.push(`rateLimitPolicies[${index}].id: duplicate id "${policy.id}"`);
+    policyIds.add(policy.id);
+  });
+
   if (errors.length > 0) return { state: undefined, errors, warnings };
   const state: GatewayState = {
     hash,
@@ -125,6 +138,7 @@ export function buildGatewayState(
     providersByVirtualKey,
     configs,
     invalidConfigs,
+    prompts,
     document,
   };
   return { state: Object.freeze(state), errors, warnings };

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { PromptEntrySchema } from '../prompts/prompt-schema.ts';
+import { RateLimitPolicySchema } from '../ratelimit/policy-schema.ts';
 
 // The gateway state file: the one document the operator renders and the proxy serves.
 // Its top-level lists map one-to-one onto the CRDs (DESIGN.md §1). Saved routing configs
@@ -40,7 +42,7 @@ export const SavedConfigEntrySchema = z.strictObject({
   config: z.unknown(),
 });
 
-// Later features (prompts, guardrails, rate-limit policies) own the shape of their entries.
+// Guardrails own the shape of their entries (the guardrail engine defines them).
 const IdentifiedEntrySchema = z.looseObject({ id: z.string().min(1) });
 
 export const EgressSchema = z.strictObject({
@@ -51,9 +53,9 @@ export const GatewayStateSchema = z.strictObject({
   apiKeys: z.array(ApiKeyEntrySchema).default([]),
   providers: z.array(ProviderEntrySchema).default([]),
   configs: z.array(SavedConfigEntrySchema).default([]),
-  prompts: z.array(IdentifiedEntrySchema).default([]),
+  prompts: z.array(PromptEntrySchema).default([]),
   guardrails: z.array(IdentifiedEntrySchema).default([]),
-  rateLimitPolicies: z.array(IdentifiedEntrySchema).default([]),
+  rateLimitPolicies: z.array(RateLimitPolicySchema).default([]),
   egress: EgressSchema.default({ allow: [] }),
 });
 

@@ -1,7 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
+import type { GatewayState } from '../config/gateway-state.ts';
+import { applyPrompt } from '../prompts/apply-prompt.ts';
+import type { RateLimitPolicy } from '../ratelimit/policy-schema.ts';
+import type { Admission, RateLimiter } from '../ratelimit/rate-limiter.ts';
+import type { RequestContext } from '../request-context.ts';
 import { walkPlan, type RoutingRuntime, type WalkProgress } from '../routing/execute-plan.ts';
+import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute } from '../routing/select-route.ts';
 import { validateRequestBody, type InferenceEndpoint } from './body-validation.ts';
 import { relayResponse } from './relay-response.ts';
@@ -19,30 +25,59 @@ export const INFERENCE_ROUTES: ReadonlyArray<readonly [string, InferenceEndpoint
 
 const MAX_REQUEST_TIMEOUT_MS = 3_600_000;
 
-export function registerInferenceRoutes(app: FastifyInstance, runtime: RoutingRuntime): void {
+export interface InferenceDeps {
+  readonly routing: RoutingRuntime;
+  /** Rate-limit enforcement; undefined when no limiter is wired. */
+  readonly rateLimiter: RateLimiter | undefined;
+  /** Policies created through the API (the state file's come with the snapshot). */
+  readonly dynamicPolicies: () => readonly RateLimitPolicy[];
+}
+
+export function registerInferenceRoutes(app: FastifyInstance, deps: InferenceDeps): void {
   for (const [url, endpoint] of INFERENCE_ROUTES) {
-    app.post(url, (request, reply) => handleInference(endpoint, url, runtime, request, reply));
+    app.post(url, { config: { gatewayScope: 'inference' } }, (request, reply) => handleInference(endpoint, url, deps, request, reply));
   }
 }
 
 async function handleInference(
   endpoint: InferenceEndpoint,
   pathname: string,
-  runtime: RoutingRuntime,
+  deps: InferenceDeps,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
+  const { routing: runtime } = deps;
   const context = request.gateway;
-  const invalid = validateRequestBody(endpoint, request.body);
-  if (invalid !== undefined) throw invalid;
-  const body = request.body as Record<string, unknown>;
-  context.model = body['model'] as string;
   reply.header(HEADER.cacheStatus, 'DISABLED');
-
   const requestTimeoutMs = parseRequestTimeout(headerValue(request.headers[HEADER.requestTimeout]));
   const forwardHeaders = parseForwardHeaders(headerValue(request.headers[HEADER.forwardHeaders]));
   const selection = selectRoute(request.headers, context.state);
   context.configId = selection.configId;
+
+  let body = request.body as Record<string, unknown>;
+  let rawBody = request.rawBody;
+  const promptId = selection.plan.settings.prompt_id;
+  if (promptId !== undefined) {
+    body = runPrompt(promptId, endpoint, context.state, body);
+    rawBody = Buffer.from(JSON.stringify(body));
+  }
+  const invalid = validateRequestBody(endpoint, body);
+  if (invalid !== undefined) throw invalid;
+  context.model = body['model'] as string;
+
+  const admission = await admit(deps, context, selection.plan, body);
+  let usageTap: { strip: boolean; onUsage: (tokens: number) => void } | undefined;
+  if (admission !== undefined && admission.tokenWindows.length > 0) {
+    const limiter = deps.rateLimiter as RateLimiter;
+    // Token limits need the provider's usage; streams report it only when asked.
+    const asksUsage = (body['stream_options'] as { include_usage?: unknown } | null | undefined)?.include_usage === true;
+    const strip = body['stream'] === true && !asksUsage && (endpoint === 'chat.completions' || endpoint === 'completions');
+    if (strip) {
+      body = { ...body, stream_options: { ...(body['stream_options'] as object | undefined), include_usage: true } };
+      rawBody = Buffer.from(JSON.stringify(body));
+    }
+    usageTap = { strip, onUsage: (tokens) => limiter.chargeTokens(admission, tokens) };
+  }
 
   const controller = new AbortController();
   // A client that goes away must not keep the provider busy (and billing).
@@ -60,7 +95,7 @@ async function handleInference(
       state: context.state,
       endpoint,
       body,
-      rawBody: request.rawBody,
+      rawBody,
       headers: request.headers,
       metadata: context.metadata,
       pathname,
@@ -93,8 +128,48 @@ async function handleInference(
     endpoint,
     requestBody: result.requestBody,
     streamIdleTimeoutMs: result.timeoutMs,
+    usageTap,
     context,
   });
+}
+
+function runPrompt(promptId: string, endpoint: InferenceEndpoint, state: GatewayState, body: unknown): Record<string, unknown> {
+  if (endpoint !== 'chat.completions') {
+    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', 'prompt_id works with /v1/chat/completions only.', { param: HEADER.config });
+  }
+  const prompt = state.prompts.get(promptId);
+  if (prompt === undefined) {
+    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `The config's prompt_id "${promptId}" names no prompt.`, { param: HEADER.config });
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new GatewayError('AIGW_ERR_INVALID_BODY', 'request body must be a JSON object');
+  }
+  return applyPrompt(prompt, body as Record<string, unknown>);
+}
+
+async function admit(deps: InferenceDeps, context: RequestContext, plan: PlanNode, body: Record<string, unknown>): Promise<Admission | undefined> {
+  if (deps.rateLimiter === undefined) return undefined;
+  const fromState = context.state.document.rateLimitPolicies;
+  const fromApi = deps.dynamicPolicies();
+  if (fromState.length === 0 && fromApi.length === 0) return undefined;
+  const facts = {
+    workspace_id: context.apiKey?.workspace,
+    api_key: context.apiKey?.id,
+    provider: providerNamed(plan, context.state),
+    model: typeof body['model'] === 'string' ? body['model'] : undefined,
+    config: context.configId,
+    metadata: context.metadata,
+  };
+  return deps.rateLimiter.admit(fromApi.length === 0 ? fromState : [...fromState, ...fromApi], facts);
+}
+
+/** The provider a request names before routing: a single target's provider; none for strategies. */
+function providerNamed(plan: PlanNode, state: GatewayState): string | undefined {
+  if (plan.mode !== undefined) return undefined;
+  const { provider, virtual_key: virtualKey } = plan.settings;
+  if (virtualKey !== undefined) return state.providersByVirtualKey.get(virtualKey)?.provider;
+  if (provider?.startsWith('@')) return state.providersBySlug.get(provider.slice(1))?.provider;
+  return provider;
 }
 
 function parseRequestTimeout(value: string | undefined): number | undefined {

@@ -5,6 +5,7 @@ import { GatewayError } from '../errors.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from './body-validation.ts';
+import { SseUsageTap, tapJsonUsage, totalTokensOf } from '../ratelimit/usage-tap.ts';
 
 // Upstream answer → client. Success bodies are relayed as a stream, byte for byte, so
 // streaming (SSE) passes chunk by chunk and a plain JSON answer is never re-serialised.
@@ -37,6 +38,8 @@ export interface RelayInput {
   readonly requestBody: Record<string, unknown>;
   /** request_timeout in force: a stream idle for longer ends with an error event. */
   readonly streamIdleTimeoutMs?: number | undefined;
+  /** Reads token usage for token rate limits; `strip` drops a usage chunk the client did not ask for. */
+  readonly usageTap?: { readonly strip: boolean; readonly onUsage: (tokens: number) => void } | undefined;
   readonly context: RequestContext;
 }
 
@@ -60,9 +63,12 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
       }
       reply.removeHeader('content-length');
       reply.header('content-type', 'application/json; charset=utf-8');
-      return reply.send(JSON.stringify(adapter.transformResponse(endpoint, parsed, requestBody)));
+      const transformed = adapter.transformResponse(endpoint, parsed, requestBody);
+      const tokens = input.usageTap === undefined ? undefined : totalTokensOf(transformed);
+      if (tokens !== undefined) input.usageTap?.onUsage(tokens);
+      return reply.send(JSON.stringify(transformed));
     }
-    if (!streaming) return reply.send(upstream.body);
+    if (!streaming) return reply.send(input.usageTap === undefined ? upstream.body : tapJsonUsage(upstream.body, input.usageTap.onUsage));
     let stream: Readable = upstream.body;
     if (adapter.createStreamTransform !== undefined) {
       reply.removeHeader('content-length');
@@ -71,6 +77,13 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
       const transform = adapter.createStreamTransform(endpoint, requestBody);
       upstream.body.on('error', (error) => transform.destroy(error));
       stream = upstream.body.pipe(transform);
+    }
+    if (input.usageTap !== undefined) {
+      reply.removeHeader('content-length');
+      const tap = new SseUsageTap(input.usageTap.strip, input.usageTap.onUsage);
+      const source = stream;
+      source.on('error', (error) => tap.destroy(error));
+      stream = source.pipe(tap);
     }
     if (input.streamIdleTimeoutMs !== undefined) {
       reply.removeHeader('content-length');

@@ -14,6 +14,7 @@ export interface GatewayMetrics {
   readonly fallbacks: Counter<'config'>;
   readonly circuitState: Gauge<'target'>;
   readonly circuitTransitions: Counter<'target' | 'from' | 'to'>;
+  readonly rateLimitDecisions: Counter<'policy' | 'result'>;
   /** Marks `hash` as the served config (the one series with value 1). */
   setConfigHash(hash: string): void;
 }
@@ -70,8 +71,15 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     labelNames: ['target', 'from', 'to'] as const,
     registers: [registry],
   });
+  const rateLimitDecisions = new Counter({
+    name: 'aigateway_ratelimit_decisions_total',
+    help: 'Rate-limit decisions by policy id and result (allowed | denied | error).',
+    labelNames: ['policy', 'result'] as const,
+    registers: [registry],
+  });
   return {
     registry,
+    rateLimitDecisions,
     requests,
     requestDuration,
     configReloads,

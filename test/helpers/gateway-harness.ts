@@ -7,6 +7,10 @@ import { Writable } from 'node:stream';
 import { dump } from 'js-yaml';
 import { pino } from 'pino';
 import OpenAI from 'openai';
+import { controlPlaneRoutes } from '../../operator/api/control-plane.ts';
+import type { RateLimitCounterStore } from '../../proxy/ratelimit/counter-store.ts';
+import type { PolicyStore } from '../../proxy/ratelimit/policy-store.ts';
+import type { FailMode } from '../../proxy/ratelimit/rate-limiter.ts';
 import { startGateway, type RunningGateway } from '../../proxy/standalone-gateway.ts';
 
 export const TEST_GATEWAY_KEY = 'gw-test-key-0123456789';
@@ -34,6 +38,9 @@ export interface HarnessOptions {
   retryBaseDelayMs?: number;
   now?: () => number;
   random?: () => number;
+  counterStore?: RateLimitCounterStore;
+  policyStore?: PolicyStore;
+  rateLimitFailMode?: FailMode;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -62,6 +69,10 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     retryBaseDelayMs: options.retryBaseDelayMs ?? 1,
     now: options.now,
     random: options.random,
+    counterStore: options.counterStore,
+    policyStore: options.policyStore,
+    rateLimitFailMode: options.rateLimitFailMode,
+    controlPlane: controlPlaneRoutes,
   });
   let counter = 0;
   return {

@@ -1,0 +1,107 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import type { GatewayApiKey } from '../../proxy/config/gateway-state.ts';
+import { GatewayError } from '../../proxy/errors.ts';
+import {
+  CreatePolicyBodySchema,
+  ListPoliciesQuerySchema,
+  UpdatePolicyBodySchema,
+  type RateLimitPolicy,
+} from '../../proxy/ratelimit/policy-schema.ts';
+import type { PolicyStore } from '../../proxy/ratelimit/policy-store.ts';
+
+// GET/POST /v1/policies/rate-limits (spec), plus GET and PATCH /v1/policies/rate-limits/{id}
+// (ours: the spec's policies have status active|archived but no route to change it).
+// Policies from the state file (RateLimitPolicy resources in a cluster) are listed with
+// the API-created ones, and are read-only here.
+
+export interface PolicySources {
+  /** API-created policies: the local file standalone, RateLimitPolicy resources in a cluster. */
+  readonly store: PolicyStore;
+  /** Policies of the served state file. */
+  readonly statePolicies: () => readonly RateLimitPolicy[];
+}
+
+const ROUTE = '/v1/policies/rate-limits';
+const ANY_KEY = { config: { gatewayScope: undefined } };
+
+export function policyRoutes(sources: PolicySources): FastifyPluginAsync {
+  return async (app) => {
+    app.get(ROUTE, ANY_KEY, async (request) => {
+      const query = parse(ListPoliciesQuerySchema, request.query, 'query');
+      const key = apiKeyOf(request);
+      const all = [...sources.statePolicies(), ...(await sources.store.list())];
+      const visible = all.filter(
+        (policy) =>
+          (key.scopes.has('admin') || policy.workspace_id === undefined || policy.workspace_id === key.workspace) &&
+          (query.workspace_id === undefined || policy.workspace_id === query.workspace_id) &&
+          policy.status === query.status &&
+          (query.type === undefined || policy.type === query.type) &&
+          (query.unit === undefined || policy.unit === query.unit),
+      );
+      const pageSize = query.page_size === undefined || query.page_size === 0 ? visible.length : query.page_size;
+      const start = query.current_page * pageSize;
+      return { object: 'list', data: visible.slice(start, start + pageSize), total: visible.length };
+    });
+
+    app.post(ROUTE, ANY_KEY, async (request) => {
+      const key = requireAdmin(request);
+      const body = parse(CreatePolicyBodySchema, request.body, 'body');
+      const created = await sources.store.create({
+        ...body,
+        workspace_id: body.workspace_id ?? key.workspace,
+        organisation_id: body.organisation_id ?? key.organisation,
+      });
+      return { id: created.id, object: 'rate_limit_policy' };
+    });
+
+    app.get(`${ROUTE}/:id`, ANY_KEY, async (request) => {
+      const id = (request.params as { id: string }).id;
+      const found = [...sources.statePolicies(), ...(await sources.store.list())].find((policy) => policy.id === id);
+      if (found === undefined) throw new GatewayError('AIGW_ERR_NOT_FOUND', `No rate-limit policy with id "${id}".`, { param: 'id' });
+      return found;
+    });
+
+    app.patch(`${ROUTE}/:id`, ANY_KEY, async (request) => {
+      requireAdmin(request);
+      const id = (request.params as { id: string }).id;
+      const patch = parse(UpdatePolicyBodySchema, request.body, 'body');
+      if (sources.statePolicies().some((policy) => policy.id === id)) {
+        throw new GatewayError('AIGW_ERR_READ_ONLY', `Policy "${id}" comes from the gateway state (a RateLimitPolicy resource); change it there.`, {
+          param: 'id',
+        });
+      }
+      const updated = await sources.store.update(id, patch);
+      if (updated === undefined) throw new GatewayError('AIGW_ERR_NOT_FOUND', `No rate-limit policy with id "${id}".`, { param: 'id' });
+      return updated;
+    });
+  };
+}
+
+function apiKeyOf(request: FastifyRequest): GatewayApiKey {
+  const key = request.gateway.apiKey;
+  if (key === undefined) throw new GatewayError('AIGW_ERR_MISSING_API_KEY', 'Missing gateway API key.', { param: 'x-gateway-api-key' });
+  return key;
+}
+
+function requireAdmin(request: FastifyRequest): GatewayApiKey {
+  const key = apiKeyOf(request);
+  if (!key.scopes.has('admin')) {
+    throw new GatewayError('AIGW_ERR_FORBIDDEN', 'Managing rate-limit policies needs a gateway API key with the "admin" scope.', {
+      param: 'x-gateway-api-key',
+    });
+  }
+  return key;
+}
+
+function parse<S extends z.ZodType>(schema: S, input: unknown, where: string): z.output<S> {
+  const parsed = schema.safeParse(input ?? {});
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((issue) => {
+    const path = issue.path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`)).join('').replace(/^\./, '');
+    return { path: path === '' ? where : path, message: issue.message };
+  });
+  throw new GatewayError('AIGW_ERR_INVALID_BODY', issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '), {
+    param: issues[0]?.path ?? null,
+  });
+}

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+
+// The spec's rate-limit policy. One schema for policies in the state file (rendered from
+// RateLimitPolicy resources in a cluster) and for those created through the API.
+
+export const POLICY_TYPES = ['requests', 'tokens'] as const;
+export const POLICY_UNITS = ['rpm', 'rph', 'rpd'] as const;
+export const POLICY_STATUSES = ['active', 'archived'] as const;
+
+/** Keys a condition or group_by may use: the spec's two, plus ours (documented). */
+export const POLICY_KEY_PATTERN = /^(workspace_id|api_key|provider|model|config|metadata\.[A-Za-z0-9_.-]{1,64})$/;
+const POLICY_KEY_MESSAGE = 'must be workspace_id, api_key, provider, model, config or metadata.<key>';
+
+const ConditionSchema = z.strictObject({
+  key: z.string().regex(POLICY_KEY_PATTERN, POLICY_KEY_MESSAGE),
+  value: z.string().min(1),
+});
+const GroupBySchema = z.strictObject({ key: z.string().regex(POLICY_KEY_PATTERN, POLICY_KEY_MESSAGE) });
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const RateLimitPolicySchema = z.strictObject({
+  id: z.string().min(1),
+  type: z.enum(POLICY_TYPES),
+  unit: z.enum(POLICY_UNITS),
+  value: z.number().positive(),
+  status: z.enum(POLICY_STATUSES).default('active'),
+  workspace_id: z.string().min(1).optional(),
+  organisation_id: z.string().optional(),
+  name: z.string().max(255).optional(),
+  conditions: z.array(ConditionSchema).min(1),
+  group_by: z.array(GroupBySchema).min(1),
+  created_at: z.string().optional(),
+  last_updated_at: z.string().optional(),
+});
+
+export type RateLimitPolicy = z.infer<typeof RateLimitPolicySchema>;
+
+/** POST /v1/policies/rate-limits body (spec). */
+export const CreatePolicyBodySchema = z.strictObject({
+  conditions: z.array(ConditionSchema).min(1),
+  group_by: z.array(GroupBySchema).min(1),
+  type: z.enum(POLICY_TYPES),
+  unit: z.enum(POLICY_UNITS),
+  value: z.number().positive(),
+  name: z.string().max(255).optional(),
+  workspace_id: z.string().min(1).optional(),
+  organisation_id: z.string().regex(UUID, 'must be a UUID').optional(),
+});
+
+export type CreatePolicyBody = z.infer<typeof CreatePolicyBodySchema>;
+
+/** GET /v1/policies/rate-limits query (spec). */
+export const ListPoliciesQuerySchema = z.strictObject({
+  workspace_id: z.string().min(1).optional(),
+  status: z.enum(POLICY_STATUSES).default('active'),
+  type: z.enum(POLICY_TYPES).optional(),
+  unit: z.enum(POLICY_UNITS).optional(),
+  page_size: z.coerce.number().int().min(0).optional(),
+  current_page: z.coerce.number().int().min(0).default(0),
+});
+
+export type ListPoliciesQuery = z.infer<typeof ListPoliciesQuerySchema>;
+
+/** PATCH /v1/policies/rate-limits/{id} body (ours: the spec has no update route). */
+export const UpdatePolicyBodySchema = z.strictObject({
+  status: z.enum(POLICY_STATUSES).optional(),
+  value: z.number().positive().optional(),
+  name: z.string().max(255).optional(),
+});
+
+export const WINDOW_MS: Readonly<Record<RateLimitPolicy['unit'], number>> = {
+  rpm: 60_000,
+  rph: 3_600_000,
+  rpd: 86_400_000,
+};

@@ -1,0 +1,273 @@
+// Counters in Redis, shared by every gateway process pointed at it (REDIS_URL).
+//
+// Each counter is one hash, `<keyPrefix><spec.key>:<windowMs>` with fields w (fixed-window
+// index), p (previous window's count), c (current window's count), expiring 2 windows
+// after its last write — the longest its counts can still matter. Three Lua scripts
+// (consume, peek, add) roll the windows and decide atomically inside Redis, so processes
+// never race between reading and counting. ioredis sends them with EVALSHA and falls back
+// to EVAL after a NOSCRIPT (a restarted or failed-over Redis).
+//
+// Time: the scripts use the caller's `now`, not Redis TIME — tests drive a fake clock and
+// every process decides on the same arithmetic as MemoryCounterStore. The cost is clock
+// skew between gateway hosts: a host s ms off shifts its window boundaries by s ms (an
+// error of about s / windowMs in the previous window's weight — negligible with NTP), and
+// a lagging host never rolls a counter backwards: it keeps the newer stored window.
+//
+// Failure: a store that cannot answer rejects within commandTimeoutMs with
+// CounterStoreUnavailableError (code AIGW_ERR_STORE_UNAVAILABLE); the caller picks
+// fail-open or fail-closed. Nothing is queued while disconnected (enableOfflineQueue off),
+// nothing is resent after a reconnect (a resent consume would count twice), in-flight
+// commands are capped, and a socket that stops answering is destroyed and reconnected
+// with backoff in the background.
+
+import { Redis } from 'ioredis';
+import {
+  CounterStoreUnavailableError,
+  assertValidSpec,
+  decideFromCounts,
+  type CounterDecision,
+  type RateLimitCounterStore,
+  type WindowCounts,
+  type WindowSpec,
+} from './counter-store.ts';
+
+export interface RedisCounterStoreOptions {
+  /** redis:// or rediss:// URL; its password is never logged or put in errors. */
+  url: string;
+  /** Longest a call may take before it rejects as unavailable. Default 50. */
+  commandTimeoutMs?: number;
+  /** Prepended to every key. Default `aigw:`. */
+  keyPrefix?: string;
+}
+
+/** Beyond this many unanswered calls, Redis is too slow to be worth waiting on. */
+const MAX_IN_FLIGHT = 10_000;
+
+// Shared by the three scripts; keep it in step with rollWindow / slidingUsage /
+// addToCounts in counter-store.ts (the shared suite checks both stores agree to the bit).
+// %.17g round-trips a double exactly; Lua numbers are doubles.
+const LUA_PRELUDE = `
+local key = KEYS[1]
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local state = redis.call('HMGET', key, 'w', 'p', 'c')
+local w = math.floor(now / window)
+local sw = tonumber(state[1])
+local p = tonumber(state[2]) or 0
+local c = tonumber(state[3]) or 0
+if sw == nil or sw < w - 1 then
+  p, c = 0, 0
+elseif sw == w - 1 then
+  p, c = c, 0
+else
+  w = sw
+end
+local elapsed = now - w * window
+if elapsed < 0 then elapsed = 0 elseif elapsed > window then elapsed = window end
+local function num(x) return string.format('%.17g', x) end
+local function save()
+  redis.call('HSET', key, 'w', string.format('%d', w), 'p', num(p), 'c', num(c))
+  redis.call('PEXPIRE', key, 2 * window)
+end
+`;
+
+// ARGV: now, windowMs, limit, cost → { admitted 0|1, previous, current, window }
+const CONSUME_LUA = `${LUA_PRELUDE}
+local limit = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
+local used = p * (1 - elapsed / window) + c
+if used + cost <= limit then
+  c = c + cost
+  save()
+  return { 1, num(p), num(c), w }
+end
+return { 0, num(p), num(c), w }
+`;
+
+// ARGV: now, windowMs → { previous, current, window }
+const PEEK_LUA = `${LUA_PRELUDE}
+return { num(p), num(c), w }
+`;
+
+// ARGV: now, windowMs, amount; a refund larger than the current count comes off the previous one.
+const ADD_LUA = `${LUA_PRELUDE}
+c = c + tonumber(ARGV[3])
+if c < 0 then
+  p = p + c
+  c = 0
+  if p < 0 then p = 0 end
+end
+save()
+return 1
+`;
+
+type CountsReply = [previous: string, current: string, window: number];
+
+/** The scripts as ioredis defines them on the client (defineCommand / `scripts`). */
+interface CounterScripts {
+  aigwConsume(key: string, now: string, windowMs: string, limit: string, cost: string): Promise<[admitted: number, ...CountsReply]>;
+  aigwPeek(key: string, now: string, windowMs: string): Promise<CountsReply>;
+  aigwAdd(key: string, now: string, windowMs: string, amount: string): Promise<number>;
+}
+
+/**
+ * Sliding-window counters in Redis, correct across several gateway processes.
+ * @example
+ * const store = new RedisCounterStore({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+ * const d = await store.consume({ key: 'rl:p1:key-a', windowMs: 60_000, limit: 3 }, 1, Date.now());
+ */
+export class RedisCounterStore implements RateLimitCounterStore {
+  readonly #client: Redis & CounterScripts;
+  readonly #timeoutMs: number;
+  readonly #keyPrefix: string;
+  readonly #where: string;
+  #inFlight = 0;
+  #closed = false;
+  #lastError: Error | undefined;
+  #connecting: Promise<void> | undefined;
+
+  constructor(options: RedisCounterStoreOptions) {
+    this.#timeoutMs = options.commandTimeoutMs ?? 50;
+    if (!(this.#timeoutMs > 0)) throw new RangeError(`commandTimeoutMs must be positive, got ${options.commandTimeoutMs}`);
+    this.#keyPrefix = options.keyPrefix ?? 'aigw:';
+    this.#where = redactRedisUrl(options.url);
+    const client = new Redis(options.url, {
+      commandTimeout: this.#timeoutMs,
+      // Connecting may take longer than one command; calls do not wait for it (see #ready).
+      connectTimeout: Math.max(1_000, this.#timeoutMs * 4),
+      // A socket that stops answering is destroyed so that stuck commands cannot pile up.
+      socketTimeout: Math.max(1_000, this.#timeoutMs * 20),
+      // How long close() lets a socket end gracefully; ioredis's timer outlives an already
+      // dead socket, holding process exit for its full length (default 2 s).
+      disconnectTimeout: 200,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      // Reconnect forever in the background: 50 ms, 100 ms, … capped at 2 s, plus jitter.
+      retryStrategy: (times) => Math.min(2_000, 25 * 2 ** Math.min(times, 7)) + Math.floor(Math.random() * 50),
+      // Concurrent calls share one write per tick.
+      enableAutoPipelining: true,
+      scripts: {
+        aigwConsume: { lua: CONSUME_LUA, numberOfKeys: 1 },
+        aigwPeek: { lua: PEEK_LUA, numberOfKeys: 1, readOnly: true },
+        aigwAdd: { lua: ADD_LUA, numberOfKeys: 1 },
+      },
+    });
+    // Without a listener ioredis prints every connection error; keep the latest as the cause.
+    client.on('error', (error: Error) => {
+      this.#lastError = error;
+    });
+    // `scripts` adds the methods at run time; the cast only names them for TypeScript.
+    this.#client = client as Redis & CounterScripts;
+  }
+
+  async consume(spec: WindowSpec, cost: number, now: number): Promise<CounterDecision> {
+    assertValidSpec(spec, cost, 'cost');
+    const [admitted, ...counts] = await this.#call(() =>
+      this.#client.aigwConsume(this.#key(spec), String(now), String(spec.windowMs), String(spec.limit), String(cost)),
+    );
+    return decideFromCounts(spec, admitted === 1, toCounts(counts), now);
+  }
+
+  async peek(spec: WindowSpec, now: number): Promise<CounterDecision> {
+    assertValidSpec(spec, 0, null);
+    const counts = await this.#call(() => this.#client.aigwPeek(this.#key(spec), String(now), String(spec.windowMs)));
+    const decision = decideFromCounts(spec, false, toCounts(counts), now);
+    return { ...decision, allowed: decision.used < spec.limit };
+  }
+
+  async add(spec: WindowSpec, amount: number, now: number): Promise<void> {
+    assertValidSpec(spec, amount, 'amount');
+    await this.#call(() => this.#client.aigwAdd(this.#key(spec), String(now), String(spec.windowMs), String(amount)));
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#client.status === 'ready') {
+      // QUIT lets Redis finish what it has; do not wait on a slow one.
+      await withDeadline(this.#client.quit(), this.#timeoutMs * 4).catch(() => undefined);
+    }
+    this.#client.disconnect();
+  }
+
+  #key(spec: WindowSpec): string {
+    return `${this.#keyPrefix}${spec.key}:${spec.windowMs}`;
+  }
+
+  /** Runs one script call within the deadline; every failure becomes CounterStoreUnavailableError. */
+  async #call<T>(send: () => Promise<T>): Promise<T> {
+    if (this.#closed) throw new CounterStoreUnavailableError(`rate-limit counter store at ${this.#where} is closed`);
+    if (this.#inFlight >= MAX_IN_FLIGHT) {
+      throw new CounterStoreUnavailableError(`rate-limit counter store at ${this.#where} is not keeping up (${MAX_IN_FLIGHT} calls in flight)`);
+    }
+    this.#inFlight++;
+    try {
+      return await withDeadline(this.#ready().then(send), this.#timeoutMs);
+    } catch (cause) {
+      const reason = cause instanceof Error ? cause.message : String(cause);
+      throw new CounterStoreUnavailableError(`rate-limit counter store at ${this.#where} unavailable: ${reason}`, { cause });
+    } finally {
+      this.#inFlight--;
+    }
+  }
+
+  /**
+   * Resolves when commands can be sent. While the first connection (or a reconnection) is
+   * being made, calls wait for it — bounded by their deadline; while Redis is known to be
+   * down (between reconnect attempts), they fail at once rather than add latency.
+   */
+  #ready(): Promise<void> {
+    const client = this.#client;
+    switch (client.status) {
+      case 'ready':
+        return Promise.resolve();
+      case 'wait':
+      case 'connecting':
+      case 'connect':
+        // One pair of listeners per connection attempt, however many calls wait on it.
+        this.#connecting ??= new Promise<void>((resolve, reject) => {
+          const settle = (error?: Error): void => {
+            client.off('ready', onReady);
+            client.off('close', onClose);
+            this.#connecting = undefined;
+            if (error === undefined) resolve();
+            else reject(error);
+          };
+          const onReady = (): void => settle();
+          const onClose = (): void => settle(this.#lastError ?? new Error('connection closed'));
+          client.on('ready', onReady);
+          client.on('close', onClose);
+        });
+        return this.#connecting;
+      default:
+        return Promise.reject(this.#lastError ?? new Error(`connection is ${client.status}`));
+    }
+  }
+}
+
+function toCounts([previous, current, window]: CountsReply): WindowCounts {
+  return { window: Number(window), previous: Number(previous), current: Number(current) };
+}
+
+/** Rejects after `ms` unless `promise` settles first; the timer never keeps the process alive. */
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** The URL with any password masked, for messages and logs. */
+export function redactRedisUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return '<invalid Redis URL>';
+  }
+  if (parsed.password !== '') parsed.password = '***';
+  return parsed.toString();
+}

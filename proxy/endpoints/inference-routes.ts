@@ -139,7 +139,7 @@ function runPrompt(promptId: string, endpoint: InferenceEndpoint, state: Gateway
   }
   const prompt = state.prompts.get(promptId);
   if (prompt === undefined) {
-    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `The config's prompt_id "${promptId}" names no prompt.`, { param: HEADER.config });
+    throw new GatewayError('AIGW_ERR_NOT_FOUND', `The config's prompt_id "${promptId}" names no prompt.`, { param: HEADER.config });
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new GatewayError('AIGW_ERR_INVALID_BODY', 'request body must be a JSON object');

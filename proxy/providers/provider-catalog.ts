@@ -1,6 +1,10 @@
 import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import { anthropicFamily } from './anthropic-family.ts';
+import { azureOpenAIFamily } from './azure-openai-family.ts';
+import { bedrockFamily } from './bedrock-adapter.ts';
 import { openaiCompatibleAdapter } from './openai-adapter.ts';
 import type { ProviderAdapter, ProviderFamily } from './provider-adapter.ts';
+import { vertexFamily } from './vertex-adapter.ts';
 
 // Providers as data: an OpenAI-compatible host is a name, a base URL and the endpoints it
 // serves. Hosts without a public URL (ollama, vllm, lm-studio) need a custom host.
@@ -34,7 +38,12 @@ const OPENAI_COMPATIBLE: readonly ProviderFamily[] = [
 ];
 
 /** Families with their own wire format (Azure OpenAI, Anthropic, Vertex AI, Bedrock…). */
-const FAMILIES: readonly ProviderFamily[] = [];
+const FAMILIES: readonly ProviderFamily[] = [
+  azureOpenAIFamily,
+  anthropicFamily,
+  vertexFamily,
+  bedrockFamily,
+];
 
 /** Provider families that need their own adapter and are not available in this build. */
 export const NON_COMPATIBLE_FAMILIES: ReadonlySet<string> = new Set(

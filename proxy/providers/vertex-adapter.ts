@@ -1,0 +1,112 @@
+import { GatewayError, type OpenAIErrorBody } from '../errors.ts';
+import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import { toAnthropicRequest } from './anthropic-request.ts';
+import { fromAnthropicMessage, normaliseAnthropicError } from './anthropic-response.ts';
+import { createAnthropicStreamTransform } from './anthropic-stream.ts';
+import type { PlanInput, ProviderAdapter, ProviderFamily, UpstreamRequestPlan } from './provider-adapter.ts';
+import { embeddingsFromVertex, vertexEmbeddingsRequest } from './vertex-embeddings.ts';
+import { normaliseVertexError } from './vertex-errors.ts';
+import { geminiRequest } from './vertex-gemini-request.ts';
+import { chatCompletionFromGemini } from './vertex-gemini-response.ts';
+import { GeminiStreamTransform } from './vertex-gemini-stream.ts';
+import { resolveVertexOptions, vertexOptionsOf } from './vertex-options.ts';
+import { SHARED_TOKEN_CACHE, type AccessTokenCache } from './vertex-token-cache.ts';
+
+// Google Vertex AI (`vertex-ai`, the spec's cloudB). One model id picks the API:
+//   chat, Gemini models   → publishers/google/models/{m}:generateContent | :streamGenerateContent?alt=sse
+//   chat, claude* models  → publishers/anthropic/models/{m}:rawPredict | :streamRawPredict
+//                           (Anthropic Messages body with anthropic_version vertex-2023-10-16)
+//   embeddings            → publishers/google/models/{m}:predict
+// Authorization is a Bearer OAuth token: from the service account (cached, see
+// vertex-token-cache.ts) or as supplied by the caller. A custom host replaces the origin.
+
+export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+const PROVIDER = 'vertex-ai';
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/;
+
+type Json = Record<string, unknown>;
+type VertexApi = 'gemini' | 'anthropic' | 'embeddings';
+
+/** Which Vertex API serves a request. */
+export function vertexApiFor(endpoint: InferenceEndpoint, model: string): VertexApi {
+  if (endpoint === 'embeddings') return 'embeddings';
+  return model.startsWith('claude') ? 'anthropic' : 'gemini';
+}
+
+/** The upstream URL (path and query) below the origin. */
+export function vertexPath(api: VertexApi, projectId: string, region: string, model: string, stream: boolean): string {
+  const publisher = api === 'anthropic' ? 'anthropic' : 'google';
+  const method =
+    api === 'embeddings'
+      ? 'predict'
+      : api === 'anthropic'
+        ? stream
+          ? 'streamRawPredict'
+          : 'rawPredict'
+        : stream
+          ? 'streamGenerateContent?alt=sse'
+          : 'generateContent';
+  return `/v1/projects/${projectId}/locations/${region}/publishers/${publisher}/models/${model}:${method}`;
+}
+
+/** The upstream body for a request, by API. */
+export function vertexBody(api: VertexApi, body: Json): Json {
+  if (api === 'embeddings') return vertexEmbeddingsRequest(body);
+  if (api === 'gemini') return geminiRequest(body);
+  // Anthropic on Vertex: the model is in the URL and the version in the body.
+  const { model: _model, ...request } = toAnthropicRequest(body);
+  return { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...request };
+}
+
+export function vertexAdapter(tokens: AccessTokenCache = SHARED_TOKEN_CACHE): ProviderAdapter {
+  return {
+    family: PROVIDER,
+    supportsEndpoint: (endpoint) => endpoint === 'chat.completions' || endpoint === 'embeddings',
+    async planRequest({ target, endpoint, body }: PlanInput): Promise<UpstreamRequestPlan> {
+      const options = vertexOptionsOf(target.options);
+      const model = modelOf(body);
+      const api = vertexApiFor(endpoint, model);
+      const upstreamBody = vertexBody(api, body);
+      const token = options.serviceAccount !== undefined ? await tokens.token(options.serviceAccount) : options.accessToken;
+      return {
+        url: target.baseUrl + vertexPath(api, options.projectId, options.region, model, body['stream'] === true),
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token ?? ''}` },
+        body: JSON.stringify(upstreamBody),
+      };
+    },
+    transformResponse(endpoint, response, request) {
+      const api = vertexApiFor(endpoint, modelOf(request));
+      if (api === 'embeddings') return embeddingsFromVertex(response, request);
+      if (api === 'anthropic') return fromAnthropicMessage(response, request);
+      return chatCompletionFromGemini(response, request);
+    },
+    createStreamTransform(endpoint, request) {
+      return vertexApiFor(endpoint, modelOf(request)) === 'anthropic'
+        ? createAnthropicStreamTransform(request, PROVIDER)
+        : new GeminiStreamTransform(request, PROVIDER);
+    },
+    normaliseError(status: number, bodyText: string, provider: string): OpenAIErrorBody {
+      // Claude models answer in Anthropic's error shape, Google's front end in its own.
+      return /^\s*\{\s*"type"\s*:\s*"error"/.test(bodyText)
+        ? normaliseAnthropicError(status, bodyText, provider)
+        : normaliseVertexError(status, bodyText, provider);
+    },
+  };
+}
+
+function modelOf(body: Json): string {
+  const model = body['model'];
+  if (typeof model !== 'string' || !MODEL_ID.test(model)) {
+    throw new GatewayError('AIGW_ERR_INVALID_BODY', 'model: must be a Vertex AI model id such as gemini-2.0-flash.', { param: 'model' });
+  }
+  return model;
+}
+
+export const vertexFamily: ProviderFamily = {
+  name: PROVIDER,
+  baseUrl: undefined,
+  adapter: vertexAdapter(),
+  requiresApiKey: false,
+  resolveOptions: resolveVertexOptions,
+};

@@ -99,7 +99,10 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     retryBaseDelayMs: options.retryBaseDelayMs ?? 250,
     sleep: (ms, signal) => sleepFor(ms, undefined, { signal }).catch(() => undefined),
   };
-  const counterStore = options.counterStore ?? new MemoryCounterStore();
+  const counterStore: RateLimitCounterStore = options.counterStore ?? new MemoryCounterStore();
+  await counterStore.connect?.(2_000).catch((error: unknown) => {
+    logger.warn({ err: { message: (error as Error).message } }, 'rate-limit store not reachable at start; serving anyway');
+  });
   const policyStore = options.policyStore ?? FilePolicyStore.inMemory();
   const rateLimiter = new RateLimiter({ store: counterStore, metrics, logger, failMode: options.rateLimitFailMode ?? 'open', now });
   let live = loaded.state;

@@ -40,6 +40,8 @@ export interface RateLimitCounterStore {
   peek(spec: WindowSpec, now: number): Promise<CounterDecision>;
   /** Adds usage after the fact (tokens from a provider's answer); a negative amount refunds. */
   add(spec: WindowSpec, amount: number, now: number): Promise<void>;
+  /** Optional warm-up before serving (connect, load scripts), bounded by `timeoutMs`. */
+  connect?(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -181,6 +181,12 @@ export class RedisCounterStore implements RateLimitCounterStore {
     await this.#call(() => this.#client.aigwAdd(this.#key(spec), String(now), String(spec.windowMs), String(amount)));
   }
 
+  /** Waits (bounded) for the connection and loads the scripts, so the first requests do not fail open. */
+  async connect(timeoutMs: number): Promise<void> {
+    await withDeadline(this.#ready(), timeoutMs);
+    await withDeadline(this.#client.aigwPeek(`${this.#keyPrefix}warm-up`, String(Date.now()), '60000'), timeoutMs);
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;

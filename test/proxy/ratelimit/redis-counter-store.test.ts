@@ -33,8 +33,10 @@ after(async () => {
 });
 
 const open: RedisCounterStore[] = [];
+// Where a test expects answers, a deadline far above the 50 ms default: a loaded CI machine
+// can take that long to connect a fresh store. Failure tests set their own.
 function store(options: { url?: string; commandTimeoutMs?: number } = {}): RedisCounterStore {
-  const s = new RedisCounterStore({ url: options.url ?? REDIS_URL, keyPrefix: PREFIX, commandTimeoutMs: options.commandTimeoutMs ?? 200 });
+  const s = new RedisCounterStore({ url: options.url ?? REDIS_URL, keyPrefix: PREFIX, commandTimeoutMs: options.commandTimeoutMs ?? 2_000 });
   open.push(s);
   return s;
 }

@@ -20,6 +20,8 @@ export interface GatewayServerOptions {
   inference: InferenceDeps;
   /** Control-plane routes (prompt render, policies) mounted in-process in standalone mode. */
   controlPlane?: FastifyPluginAsync | undefined;
+  /** More route plugins (batches, files, logs…). */
+  plugins?: readonly FastifyPluginAsync[] | undefined;
   /** Largest accepted request body (bytes); larger → 413. */
   bodyLimitBytes?: number;
 }
@@ -120,6 +122,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
 
   registerInferenceRoutes(app, options.inference);
   if (options.controlPlane !== undefined) void app.register(options.controlPlane);
+  for (const plugin of options.plugins ?? []) void app.register(plugin);
 
   return {
     app,

@@ -5,6 +5,7 @@ import { createGatewayServer, type GatewayServer } from './gateway-server.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/gateway-metrics.ts';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import type { FastifyPluginAsync } from 'fastify';
+import type { Dispatcher } from 'undici';
 import type { GatewayState } from './config/gateway-state.ts';
 import type { RateLimitCounterStore } from './ratelimit/counter-store.ts';
 import { MemoryCounterStore } from './ratelimit/memory-counter-store.ts';
@@ -40,6 +41,11 @@ export interface StartGatewayOptions {
    * operator/api, given the gateway's live state and policy store.
    */
   controlPlane?: (host: ControlPlaneHost) => FastifyPluginAsync;
+  /**
+   * More route plugins (batches, files, fine-tuning, logs…), built by the composition root
+   * with what they need of the running gateway. Registered after the inference routes.
+   */
+  plugins?: ReadonlyArray<(host: GatewayHost) => FastifyPluginAsync>;
   /** Clock for breakers and retry budgets (tests inject a fake one). */
   now?: () => number;
   random?: () => number;
@@ -61,6 +67,32 @@ export interface RunningGateway {
 export interface ControlPlaneHost {
   currentState(): GatewayState;
   readonly policyStore: PolicyStore;
+}
+
+/** What a route plugin sees of a running gateway. */
+export interface GatewayHost extends ControlPlaneHost {
+  readonly logger: Logger;
+  readonly metrics: GatewayMetrics;
+  /** The upstream agent (keep-alive pools per origin). */
+  readonly dispatcher: Dispatcher;
+  /**
+   * Runs a request through this gateway's own pipeline in-process (auth, routing, retries,
+   * rate limits…), e.g. for gateway-managed batches. Available once the server is built.
+   */
+  inject(request: InjectRequest): Promise<InjectResponse>;
+}
+
+export interface InjectRequest {
+  method: 'GET' | 'POST' | 'DELETE';
+  url: string;
+  headers: Record<string, string>;
+  body?: string | Buffer;
+}
+
+export interface InjectResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  body: string;
 }
 
 export class StateLoadError extends Error {
@@ -107,14 +139,36 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   const rateLimiter = new RateLimiter({ store: counterStore, metrics, logger, failMode: options.rateLimitFailMode ?? 'open', now });
   let live = loaded.state;
   const controlPlaneHost: ControlPlaneHost = { currentState: () => live, policyStore };
+  let injector: ((request: InjectRequest) => Promise<InjectResponse>) | undefined;
+  const gatewayHost: GatewayHost = {
+    ...controlPlaneHost,
+    logger,
+    metrics,
+    dispatcher,
+    inject: (request) => {
+      if (injector === undefined) return Promise.reject(new Error('gateway is not built yet'));
+      return injector(request);
+    },
+  };
   const server = createGatewayServer({
     initialState: loaded.state,
     logger,
     metrics,
     inference: { routing, rateLimiter, dynamicPolicies: () => policyStore.snapshot() },
     controlPlane: options.controlPlane?.(controlPlaneHost),
+    plugins: options.plugins?.map((build) => build(gatewayHost)),
     bodyLimitBytes: options.bodyLimitBytes,
   });
+
+  injector = async (request) => {
+    const response = await server.app.inject({
+      method: request.method,
+      url: request.url,
+      headers: request.headers,
+      ...(request.body === undefined ? {} : { payload: request.body }),
+    });
+    return { statusCode: response.statusCode, headers: response.headers, body: response.body };
+  };
 
   const watcher = watchStateSources({
     sources: options.sources,

@@ -11,7 +11,8 @@ import { controlPlaneRoutes } from '../../operator/api/control-plane.ts';
 import type { RateLimitCounterStore } from '../../proxy/ratelimit/counter-store.ts';
 import type { PolicyStore } from '../../proxy/ratelimit/policy-store.ts';
 import type { FailMode } from '../../proxy/ratelimit/rate-limiter.ts';
-import { startGateway, type RunningGateway } from '../../proxy/standalone-gateway.ts';
+import type { FastifyPluginAsync } from 'fastify';
+import { startGateway, type GatewayHost, type RunningGateway } from '../../proxy/standalone-gateway.ts';
 
 export const TEST_GATEWAY_KEY = 'gw-test-key-0123456789';
 
@@ -41,6 +42,7 @@ export interface HarnessOptions {
   counterStore?: RateLimitCounterStore;
   policyStore?: PolicyStore;
   rateLimitFailMode?: FailMode;
+  plugins?: ReadonlyArray<(host: GatewayHost) => FastifyPluginAsync>;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -73,6 +75,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     policyStore: options.policyStore,
     rateLimitFailMode: options.rateLimitFailMode,
     controlPlane: controlPlaneRoutes,
+    plugins: options.plugins,
   });
   let counter = 0;
   return {

@@ -8,7 +8,8 @@ import { GatewayError, isGatewayError, toErrorBody } from './errors.ts';
 import { HEADER, headerValue } from './gateway-headers.ts';
 import { statusClass, type GatewayMetrics } from './observability/gateway-metrics.ts';
 import { logRequest } from './observability/request-log.ts';
-import { newRequestContext } from './request-context.ts';
+import type { RequestRecord, RequestRecordSink } from './observability/request-record.ts';
+import { newRequestContext, type RequestContext } from './request-context.ts';
 
 // The data-plane HTTP server: hooks for trace id, auth and metadata; the inference routes;
 // health, readiness and metrics; errors in the OpenAI shape, converted here once.
@@ -20,6 +21,8 @@ export interface GatewayServerOptions {
   inference: InferenceDeps;
   /** Control-plane routes (prompt render, policies) mounted in-process in standalone mode. */
   controlPlane?: FastifyPluginAsync | undefined;
+  /** Receives a record of every finished /v1 request (the request log store); must not block. */
+  requestSink?: RequestRecordSink | undefined;
   /** More route plugins (batches, files, logs…). */
   plugins?: readonly FastifyPluginAsync[] | undefined;
   /** Largest accepted request body (bytes); larger → 413. */
@@ -102,6 +105,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     metrics.requests.inc(labels);
     metrics.requestDuration.observe(labels, Number(process.hrtime.bigint() - context.startedAt) / 1e9);
     logRequest(logger, context, request.method, route, status);
+    if (options.requestSink !== undefined && route.startsWith('/v1/')) options.requestSink(recordOf(context, request.method, route, status));
   });
 
   app.setErrorHandler((error: FastifyError | GatewayError, request, reply) => sendError(error, request, reply, logger));
@@ -133,6 +137,33 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     setReady(value) {
       ready = value;
     },
+  };
+}
+
+function recordOf(context: RequestContext, method: string, route: string, status: number): RequestRecord {
+  return {
+    id: randomUUID(),
+    traceId: context.traceId,
+    startedAt: context.startedAtMs,
+    method,
+    route,
+    status: context.clientAborted ? 499 : status,
+    latencyMs: Number(process.hrtime.bigint() - context.startedAt) / 1e6,
+    ttftMs: context.ttftMs,
+    apiKeyId: context.apiKey?.id,
+    workspace: context.apiKey?.workspace,
+    configId: context.configId,
+    targetPath: context.targetPath,
+    provider: context.provider,
+    model: context.model,
+    metadata: context.metadata,
+    promptTokens: context.usage?.prompt,
+    completionTokens: context.usage?.completion,
+    totalTokens: context.usage?.total,
+    cacheStatus: context.cacheStatus,
+    retries: context.retries,
+    guardrailVerdict: context.guardrailVerdict,
+    errorCode: context.errorCode,
   };
 }
 

@@ -7,6 +7,8 @@ export interface RequestContext {
   readonly traceId: string;
   /** process.hrtime.bigint() at arrival. */
   readonly startedAt: bigint;
+  /** Date.now() at arrival (for records and the log store). */
+  readonly startedAtMs: number;
   /** The snapshot captured on entry; used to the end, even across a reload. */
   readonly state: GatewayState;
   apiKey: GatewayApiKey | undefined;
@@ -19,12 +21,19 @@ export interface RequestContext {
   /** The client went away before the answer was complete. */
   clientAborted: boolean;
   errorCode: string | undefined;
+  /** The provider's usage for this answer, when it reported one. */
+  usage: { prompt: number | undefined; completion: number | undefined; total: number | undefined } | undefined;
+  /** ms from arrival to the first chunk of a streamed answer. */
+  ttftMs: number | undefined;
+  cacheStatus: string | undefined;
+  guardrailVerdict: string | undefined;
 }
 
 export function newRequestContext(traceId: string, state: GatewayState): RequestContext {
   return {
     traceId,
     startedAt: process.hrtime.bigint(),
+    startedAtMs: Date.now(),
     state,
     apiKey: undefined,
     metadata: undefined,
@@ -35,6 +44,10 @@ export function newRequestContext(traceId: string, state: GatewayState): Request
     retries: 0,
     clientAborted: false,
     errorCode: undefined,
+    usage: undefined,
+    ttftMs: undefined,
+    cacheStatus: undefined,
+    guardrailVerdict: undefined,
   };
 }
 

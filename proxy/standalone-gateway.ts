@@ -7,6 +7,7 @@ import { setTimeout as sleepFor } from 'node:timers/promises';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type { GatewayState } from './config/gateway-state.ts';
+import type { RequestRecordSink } from './observability/request-record.ts';
 import type { RateLimitCounterStore } from './ratelimit/counter-store.ts';
 import { MemoryCounterStore } from './ratelimit/memory-counter-store.ts';
 import { FilePolicyStore, type PolicyStore } from './ratelimit/policy-store.ts';
@@ -46,6 +47,8 @@ export interface StartGatewayOptions {
    * with what they need of the running gateway. Registered after the inference routes.
    */
   plugins?: ReadonlyArray<(host: GatewayHost) => FastifyPluginAsync>;
+  /** Receives a record of every finished /v1 request (the request log store). */
+  requestSink?: RequestRecordSink;
   /** Clock for breakers and retry budgets (tests inject a fake one). */
   now?: () => number;
   random?: () => number;
@@ -157,6 +160,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     inference: { routing, rateLimiter, dynamicPolicies: () => policyStore.snapshot() },
     controlPlane: options.controlPlane?.(controlPlaneHost),
     plugins: options.plugins?.map((build) => build(gatewayHost)),
+    requestSink: options.requestSink,
     bodyLimitBytes: options.bodyLimitBytes,
   });
 

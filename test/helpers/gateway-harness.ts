@@ -12,6 +12,7 @@ import type { RateLimitCounterStore } from '../../proxy/ratelimit/counter-store.
 import type { PolicyStore } from '../../proxy/ratelimit/policy-store.ts';
 import type { FailMode } from '../../proxy/ratelimit/rate-limiter.ts';
 import type { FastifyPluginAsync } from 'fastify';
+import type { RequestRecordSink } from '../../proxy/observability/request-record.ts';
 import { startGateway, type GatewayHost, type RunningGateway } from '../../proxy/standalone-gateway.ts';
 
 export const TEST_GATEWAY_KEY = 'gw-test-key-0123456789';
@@ -43,6 +44,7 @@ export interface HarnessOptions {
   policyStore?: PolicyStore;
   rateLimitFailMode?: FailMode;
   plugins?: ReadonlyArray<(host: GatewayHost) => FastifyPluginAsync>;
+  requestSink?: RequestRecordSink;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -76,6 +78,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     rateLimitFailMode: options.rateLimitFailMode,
     controlPlane: controlPlaneRoutes,
     plugins: options.plugins,
+    requestSink: options.requestSink,
   });
   let counter = 0;
   return {

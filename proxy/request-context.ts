@@ -23,6 +23,9 @@ export interface RequestContext {
   errorCode: string | undefined;
   /** The provider's usage for this answer, when it reported one. */
   usage: { prompt: number | undefined; completion: number | undefined; total: number | undefined } | undefined;
+  /** When the first upstream request was sent, and when the last upstream answer ended. */
+  upstreamStartedAt: bigint | undefined;
+  upstreamDoneAt: bigint | undefined;
   /** ms from arrival to the first chunk of a streamed answer. */
   ttftMs: number | undefined;
   cacheStatus: string | undefined;
@@ -45,6 +48,8 @@ export function newRequestContext(traceId: string, state: GatewayState): Request
     clientAborted: false,
     errorCode: undefined,
     usage: undefined,
+    upstreamStartedAt: undefined,
+    upstreamDoneAt: undefined,
     ttftMs: undefined,
     cacheStatus: undefined,
     guardrailVerdict: undefined,

@@ -66,17 +66,18 @@ async function handleInference(
   context.model = body['model'] as string;
 
   const admission = await admit(deps, context, selection.plan, body);
-  let usageTap: { strip: boolean; onUsage: (tokens: number) => void } | undefined;
+  let stripStreamUsage = false;
+  let onUsage: ((tokens: number) => void) | undefined;
   if (admission !== undefined && admission.tokenWindows.length > 0) {
     const limiter = deps.rateLimiter as RateLimiter;
     // Token limits need the provider's usage; streams report it only when asked.
     const asksUsage = (body['stream_options'] as { include_usage?: unknown } | null | undefined)?.include_usage === true;
-    const strip = body['stream'] === true && !asksUsage && (endpoint === 'chat.completions' || endpoint === 'completions');
-    if (strip) {
+    stripStreamUsage = body['stream'] === true && !asksUsage && (endpoint === 'chat.completions' || endpoint === 'completions');
+    if (stripStreamUsage) {
       body = { ...body, stream_options: { ...(body['stream_options'] as object | undefined), include_usage: true } };
       rawBody = Buffer.from(JSON.stringify(body));
     }
-    usageTap = { strip, onUsage: (tokens) => limiter.chargeTokens(admission, tokens) };
+    onUsage = (tokens) => limiter.chargeTokens(admission, tokens);
   }
 
   const controller = new AbortController();
@@ -87,7 +88,7 @@ async function handleInference(
       controller.abort();
     }
   });
-  const progress: WalkProgress = { retries: 0, lastPath: undefined, lastTarget: undefined };
+  const progress: WalkProgress = { retries: 0, firstDispatchAt: undefined, lastPath: undefined, lastTarget: undefined };
   const result = await walkPlan(
     selection.plan,
     {
@@ -108,6 +109,7 @@ async function handleInference(
     progress,
   ).finally(() => {
     context.retries = progress.retries;
+    context.upstreamStartedAt = progress.firstDispatchAt;
     context.targetPath = progress.lastPath;
     context.provider = progress.lastTarget?.provider;
     if (progress.lastTarget !== undefined) reply.header(HEADER.provider, progress.lastTarget.provider);
@@ -128,7 +130,8 @@ async function handleInference(
     endpoint,
     requestBody: result.requestBody,
     streamIdleTimeoutMs: result.timeoutMs,
-    usageTap,
+    stripStreamUsage,
+    onUsage,
     context,
   });
 }

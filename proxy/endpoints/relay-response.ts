@@ -1,15 +1,16 @@
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough, type Readable, type Transform } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from './body-validation.ts';
-import { SseUsageTap, tapJsonUsage, totalTokensOf } from '../ratelimit/usage-tap.ts';
+import { SseUsageTap, usageOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
 
-// Upstream answer → client. Success bodies are relayed as a stream, byte for byte, so
-// streaming (SSE) passes chunk by chunk and a plain JSON answer is never re-serialised.
-// Error bodies are read (bounded) and normalised to the OpenAI shape, status kept.
+// Upstream answer → client. Success bodies are relayed byte for byte (streams chunk by
+// chunk; plain answers in one write) unless the provider's adapter translates them; a
+// plain JSON answer is never re-serialised. Error bodies are read (bounded) and normalised
+// to the OpenAI shape, status kept. Usage and timings are noted for metrics and limits.
 
 const MAX_ERROR_BODY = 1024 * 1024;
 const MAX_TRANSFORMED_BODY = 64 * 1024 * 1024;
@@ -38,67 +39,112 @@ export interface RelayInput {
   readonly requestBody: Record<string, unknown>;
   /** request_timeout in force: a stream idle for longer ends with an error event. */
   readonly streamIdleTimeoutMs?: number | undefined;
-  /** Reads token usage for token rate limits; `strip` drops a usage chunk the client did not ask for. */
-  readonly usageTap?: { readonly strip: boolean; readonly onUsage: (tokens: number) => void } | undefined;
+  /** Drop the usage chunk of a stream: the gateway asked for usage the client did not. */
+  readonly stripStreamUsage?: boolean | undefined;
+  /** Told the answer's total tokens, when the provider reported usage. */
+  readonly onUsage?: ((tokens: number) => void) | undefined;
   readonly context: RequestContext;
 }
 
+/** Plain answers up to this size are parsed for usage; larger ones are relayed as they are. */
+const MAX_PARSED_ANSWER = 2 * 1024 * 1024;
+
 export async function relayResponse(reply: FastifyReply, input: RelayInput): Promise<FastifyReply> {
-  const { upstream, target, endpoint, requestBody, context } = input;
+  const { upstream, target, context } = input;
   const status = upstream.statusCode;
   for (const [name, value] of Object.entries(upstream.headers)) {
     if (value !== undefined && !DROPPED_HEADERS.has(name)) reply.header(name, value);
   }
   reply.code(status);
-  if (status >= 200 && status < 300) {
-    const adapter = target.adapter;
-    const streaming = requestBody['stream'] === true;
-    if (!streaming && adapter.transformResponse !== undefined) {
-      const text = await readBounded(upstream.body, MAX_TRANSFORMED_BODY);
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (error) {
-        throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered with invalid JSON.`, { cause: error });
-      }
-      reply.removeHeader('content-length');
-      reply.header('content-type', 'application/json; charset=utf-8');
-      const transformed = adapter.transformResponse(endpoint, parsed, requestBody);
-      const tokens = input.usageTap === undefined ? undefined : totalTokensOf(transformed);
-      if (tokens !== undefined) input.usageTap?.onUsage(tokens);
-      return reply.send(JSON.stringify(transformed));
-    }
-    if (!streaming) return reply.send(input.usageTap === undefined ? upstream.body : tapJsonUsage(upstream.body, input.usageTap.onUsage));
-    let stream: Readable = upstream.body;
-    if (adapter.createStreamTransform !== undefined) {
-      reply.removeHeader('content-length');
-      reply.header('content-type', 'text/event-stream; charset=utf-8');
-      reply.header('cache-control', 'no-cache');
-      const transform = adapter.createStreamTransform(endpoint, requestBody);
-      upstream.body.on('error', (error) => transform.destroy(error));
-      stream = upstream.body.pipe(transform);
-    }
-    if (input.usageTap !== undefined) {
-      reply.removeHeader('content-length');
-      const tap = new SseUsageTap(input.usageTap.strip, input.usageTap.onUsage);
-      const source = stream;
-      source.on('error', (error) => tap.destroy(error));
-      stream = source.pipe(tap);
-    }
-    if (input.streamIdleTimeoutMs !== undefined) {
-      reply.removeHeader('content-length');
-      stream = endWithErrorEventOnTimeout(stream, target.provider, input.streamIdleTimeoutMs, context);
-    }
-    return reply.send(stream);
+  if (status < 200 || status >= 300) {
+    const text = await readBounded(upstream.body, MAX_ERROR_BODY);
+    context.upstreamDoneAt = process.hrtime.bigint();
+    const body = target.adapter.normaliseError(status, text, target.provider);
+    context.errorCode = body.error.code ?? `upstream_${status}`;
+    reply.removeHeader('content-length');
+    reply.removeHeader('content-encoding');
+    reply.header('content-type', 'application/json; charset=utf-8');
+    return reply.send(body);
   }
+  if (input.requestBody['stream'] === true) return reply.send(streamAnswer(reply, input));
+  return reply.send(await plainAnswer(reply, input));
+}
 
-  const text = await readBounded(upstream.body, MAX_ERROR_BODY);
-  const body = target.adapter.normaliseError(status, text, target.provider);
-  context.errorCode = body.error.code ?? `upstream_${status}`;
+/**
+ * A plain answer is small and useless to the client until complete, so it is read whole:
+ * one write to the client, a content-length, and the usage read without a second pass.
+ * Bytes are relayed unchanged unless the provider's adapter translates them.
+ */
+async function plainAnswer(reply: FastifyReply, input: RelayInput): Promise<Buffer | string> {
+  const { upstream, target, endpoint, requestBody, context } = input;
+  const bytes = await readAll(upstream.body, MAX_TRANSFORMED_BODY);
+  context.upstreamDoneAt = process.hrtime.bigint();
+  const transform = target.adapter.transformResponse;
+  if (transform === undefined) {
+    if (bytes.length <= MAX_PARSED_ANSWER) noteUsage(parseJson(bytes), input);
+    return bytes;
+  }
+  const parsed = parseJson(bytes);
+  if (parsed === undefined) {
+    throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered with invalid JSON.`);
+  }
+  const transformed = transform(endpoint, parsed, requestBody);
+  noteUsage(transformed, input);
   reply.removeHeader('content-length');
   reply.removeHeader('content-encoding');
   reply.header('content-type', 'application/json; charset=utf-8');
-  return reply.send(body);
+  return JSON.stringify(transformed);
+}
+
+/** A stream passes chunk by chunk; usage is read from its frames on the way. */
+function streamAnswer(reply: FastifyReply, input: RelayInput): Readable {
+  const { upstream, target, endpoint, requestBody, context } = input;
+  upstream.body.once('data', () => {
+    context.ttftMs = Number(process.hrtime.bigint() - context.startedAt) / 1e6;
+  });
+  upstream.body.once('end', () => {
+    context.upstreamDoneAt = process.hrtime.bigint();
+  });
+  let stream: Readable = upstream.body;
+  const adapter = target.adapter;
+  if (adapter.createStreamTransform !== undefined) {
+    reply.removeHeader('content-length');
+    reply.header('content-type', 'text/event-stream; charset=utf-8');
+    reply.header('cache-control', 'no-cache');
+    stream = chain(stream, adapter.createStreamTransform(endpoint, requestBody));
+  }
+  if (endpoint !== 'embeddings') {
+    reply.removeHeader('content-length');
+    stream = chain(stream, new SseUsageTap(input.stripStreamUsage === true, (usage) => recordUsage(usage, input)));
+  }
+  if (input.streamIdleTimeoutMs !== undefined) {
+    reply.removeHeader('content-length');
+    stream = endWithErrorEventOnTimeout(stream, target.provider, input.streamIdleTimeoutMs, context);
+  }
+  return stream;
+}
+
+function chain(source: Readable, next: Transform): Readable {
+  source.on('error', (error) => next.destroy(error));
+  return source.pipe(next);
+}
+
+function noteUsage(answer: unknown, input: RelayInput): void {
+  const usage = usageOf(answer);
+  if (usage !== undefined) recordUsage(usage, input);
+}
+
+function recordUsage(usage: AnswerUsage, input: RelayInput): void {
+  input.context.usage = usage;
+  if (usage.total !== undefined) input.onUsage?.(usage.total);
+}
+
+function parseJson(bytes: Buffer): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -126,6 +172,21 @@ function endWithErrorEventOnTimeout(source: Readable, provider: string, timeoutM
     out.end(`data: ${JSON.stringify(event)}\n\n`);
   });
   return out;
+}
+
+async function readAll(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > limit) {
+      body.destroy();
+      throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `The provider's answer is larger than ${limit} bytes.`);
+    }
+    chunks.push(buffer);
+  }
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
 }
 
 async function readBounded(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {

@@ -15,9 +15,39 @@ export interface GatewayMetrics {
   readonly circuitState: Gauge<'target'>;
   readonly circuitTransitions: Counter<'target' | 'from' | 'to'>;
   readonly rateLimitDecisions: Counter<'policy' | 'result'>;
+  readonly genAiDuration: Histogram<GenAiLabel | 'error_type'>;
+  readonly genAiTimeToFirstToken: Histogram<GenAiLabel>;
+  readonly genAiTokenUsage: Histogram<GenAiLabel | 'gen_ai_token_type'>;
+  readonly gatewayOverhead: Histogram<'route'>;
+  /** Model names as label values, capped so a client cannot explode cardinality. */
+  readonly modelLabel: BoundedLabel;
   /** Marks `hash` as the served config (the one series with value 1). */
   setConfigHash(hash: string): void;
 }
+
+export type GenAiLabel = 'gen_ai_operation_name' | 'gen_ai_system' | 'gen_ai_request_model';
+
+/** Keeps the first `limit` distinct values; later ones are reported as `other`. */
+export class BoundedLabel {
+  readonly #seen = new Set<string>();
+  readonly #limit: number;
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+  of(value: string | undefined): string {
+    if (value === undefined || value === '') return 'none';
+    if (this.#seen.has(value)) return value;
+    if (this.#seen.size >= this.#limit || value.length > 128) return 'other';
+    this.#seen.add(value);
+    return value;
+  }
+}
+
+// OpenTelemetry GenAI semantic-convention buckets (durations in s, tokens by powers of 4).
+const LLM_DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92, 163.84, 300];
+const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30, 60];
+const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304];
+const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.5];
 
 export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {}): GatewayMetrics {
   const registry = new Registry();
@@ -77,9 +107,43 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     labelNames: ['policy', 'result'] as const,
     registers: [registry],
   });
+  const genAiLabels = ['gen_ai_operation_name', 'gen_ai_system', 'gen_ai_request_model'] as const;
+  const genAiDuration = new Histogram({
+    name: 'gen_ai_server_request_duration_seconds',
+    help: 'GenAI request duration (OpenTelemetry semantic conventions), arrival to end of answer.',
+    labelNames: [...genAiLabels, 'error_type'] as const,
+    buckets: LLM_DURATION_BUCKETS,
+    registers: [registry],
+  });
+  const genAiTimeToFirstToken = new Histogram({
+    name: 'gen_ai_server_time_to_first_token_seconds',
+    help: 'Time from arrival to the first chunk of a streamed answer.',
+    labelNames: genAiLabels,
+    buckets: TTFT_BUCKETS,
+    registers: [registry],
+  });
+  const genAiTokenUsage = new Histogram({
+    name: 'gen_ai_client_token_usage',
+    help: 'Tokens per request as reported by the provider, by gen_ai_token_type (input | output).',
+    labelNames: [...genAiLabels, 'gen_ai_token_type'] as const,
+    buckets: TOKEN_BUCKETS,
+    registers: [registry],
+  });
+  const gatewayOverhead = new Histogram({
+    name: 'aigateway_gateway_overhead_seconds',
+    help: "Time spent in the gateway: the request's total time minus the time with the provider.",
+    labelNames: ['route'] as const,
+    buckets: OVERHEAD_BUCKETS,
+    registers: [registry],
+  });
   return {
     registry,
     rateLimitDecisions,
+    genAiDuration,
+    genAiTimeToFirstToken,
+    genAiTokenUsage,
+    gatewayOverhead,
+    modelLabel: new BoundedLabel(200),
     requests,
     requestDuration,
     configReloads,

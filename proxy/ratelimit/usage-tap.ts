@@ -1,61 +1,47 @@
-import { PassThrough, Transform, type Readable, type TransformCallback } from 'node:stream';
+import { Transform, type TransformCallback } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 
 // Reads the provider's token usage from an answer on its way to the client, without
-// holding it back: JSON answers are copied aside (bounded) and parsed at the end; SSE
-// streams are cut at frame boundaries and each frame is forwarded as soon as it is whole.
+// holding it back: SSE streams are cut at frame boundaries and each frame is forwarded as
+// soon as it is whole (plain answers are parsed by the relay, which reads them whole).
 // When the gateway asked for usage the client did not (stream_options.include_usage),
 // the usage-only chunk is dropped so the client sees the stream it asked for.
 
-const MAX_JSON_COPY = 8 * 1024 * 1024;
+export interface AnswerUsage {
+  readonly prompt: number | undefined;
+  readonly completion: number | undefined;
+  readonly total: number | undefined;
+}
 
-/** Total tokens of an OpenAI-shaped answer or stream event, if it carries usage. */
-export function totalTokensOf(payload: unknown): number | undefined {
+/** The usage of an OpenAI-shaped answer or stream event (chat, completions, embeddings, responses). */
+export function usageOf(payload: unknown): AnswerUsage | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
   const record = payload as Record<string, unknown>;
-  const usage = (record['usage'] ?? (record['response'] as Record<string, unknown> | undefined)?.['usage']) as
+  const nested = record['response'];
+  const usage = (record['usage'] ?? (typeof nested === 'object' && nested !== null ? (nested as Record<string, unknown>)['usage'] : undefined)) as
     | Record<string, unknown>
     | null
     | undefined;
   if (typeof usage !== 'object' || usage === null) return undefined;
-  const total = usage['total_tokens'];
-  if (typeof total === 'number') return total;
-  const parts = [usage['prompt_tokens'], usage['completion_tokens'], usage['input_tokens'], usage['output_tokens']];
-  const sum = parts.reduce<number>((acc, part) => acc + (typeof part === 'number' ? part : 0), 0);
-  return sum > 0 ? sum : undefined;
+  const prompt = numberOr(usage['prompt_tokens'], usage['input_tokens']);
+  const completion = numberOr(usage['completion_tokens'], usage['output_tokens']);
+  const total = numberOr(usage['total_tokens'], prompt === undefined && completion === undefined ? undefined : (prompt ?? 0) + (completion ?? 0));
+  return { prompt, completion, total };
 }
 
-/** Passes a JSON answer through untouched and reports its usage at the end. */
-export function tapJsonUsage(source: Readable, onUsage: (tokens: number) => void): Readable {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const out = new PassThrough();
-  source.on('data', (chunk: Buffer) => {
-    size += chunk.length;
-    if (size <= MAX_JSON_COPY) chunks.push(chunk);
-  });
-  source.on('end', () => {
-    if (size > MAX_JSON_COPY) return;
-    try {
-      const tokens = totalTokensOf(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      if (tokens !== undefined) onUsage(tokens);
-    } catch {
-      // Not JSON: nothing to count.
-    }
-  });
-  source.on('error', (error) => out.destroy(error));
-  source.pipe(out);
-  return out;
+function numberOr(value: unknown, fallback: unknown): number | undefined {
+  if (typeof value === 'number') return value;
+  return typeof fallback === 'number' ? fallback : undefined;
 }
 
 /** An SSE pass-through that reports usage and optionally drops the usage-only chunk. */
 export class SseUsageTap extends Transform {
   readonly #decoder = new StringDecoder('utf8');
   readonly #strip: boolean;
-  readonly #onUsage: (tokens: number) => void;
+  readonly #onUsage: (usage: AnswerUsage) => void;
   #pending = '';
 
-  constructor(strip: boolean, onUsage: (tokens: number) => void) {
+  constructor(strip: boolean, onUsage: (usage: AnswerUsage) => void) {
     super();
     this.#strip = strip;
     this.#onUsage = onUsage;
@@ -95,9 +81,9 @@ export class SseUsageTap extends Transform {
     } catch {
       return frame;
     }
-    const tokens = totalTokensOf(payload);
-    if (tokens === undefined) return frame;
-    this.#onUsage(tokens);
+    const usage = usageOf(payload);
+    if (usage === undefined) return frame;
+    this.#onUsage(usage);
     const choices = (payload as { choices?: unknown }).choices;
     return this.#strip && Array.isArray(choices) && choices.length === 0 ? '' : frame;
   }

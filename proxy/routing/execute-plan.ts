@@ -50,6 +50,8 @@ export type WalkResult = AttemptResult | { readonly kind: 'unavailable'; readonl
 /** Mutable facts the walk reports back (headers, log, metrics). */
 export interface WalkProgress {
   retries: number;
+  /** When the first upstream request went out (the gateway's overhead ends there). */
+  firstDispatchAt: bigint | undefined;
   lastPath: string | undefined;
   lastTarget: ResolvedTarget | undefined;
 }
@@ -163,6 +165,7 @@ async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgr
       return result ?? timedOut(target, request);
     }
     if (result !== undefined) discard(result);
+    progress.firstDispatchAt ??= process.hrtime.bigint();
     result = await attemptTarget({
       dispatcher: runtime.dispatcher,
       target,

@@ -26,6 +26,7 @@ Commands:
                --log-file <file>     request log     (env AIGATEWAY_LOG_FILE, default stdout)
                --log-level <level>   (env AIGATEWAY_LOG_LEVEL, default info)
                --max-body-bytes <n>  (env AIGATEWAY_MAX_BODY_BYTES, default 20971520)
+               --metrics-port <n>    also serve /metrics on this port (env AIGATEWAY_METRICS_PORT)
                --redis-url <url>     shared rate-limit counters (env REDIS_URL; default: in memory)
                --ratelimit-fail-mode open|closed  when Redis fails (env AIGATEWAY_RATELIMIT_FAIL_MODE, default open)
   validate <file> [--credentials <file>]
@@ -84,6 +85,7 @@ async function serve(args: string[]): Promise<number> {
       'log-level': { type: 'string' },
       'max-body-bytes': { type: 'string' },
       'redis-url': { type: 'string' },
+      'metrics-port': { type: 'string' },
       'ratelimit-fail-mode': { type: 'string' },
     },
     strict: true,
@@ -118,6 +120,7 @@ async function serve(args: string[]): Promise<number> {
     policyStore,
     counterStore: redisUrl === undefined ? undefined : new RedisCounterStore({ url: redisUrl }),
     rateLimitFailMode: failMode,
+    metricsPort: positiveInteger(pick(values['metrics-port'], 'AIGATEWAY_METRICS_PORT'), 'metrics-port'),
     controlPlane: controlPlaneRoutes,
   });
   process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir})\n`);

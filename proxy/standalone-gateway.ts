@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http';
 import type { Logger } from 'pino';
 import { loadStateFromFiles, type StateSources } from './config/state-loader.ts';
 import { watchStateSources, type StateWatcher } from './config/state-watcher.ts';
@@ -49,6 +50,8 @@ export interface StartGatewayOptions {
   plugins?: ReadonlyArray<(host: GatewayHost) => FastifyPluginAsync>;
   /** Receives a record of every finished /v1 request (the request log store). */
   requestSink?: RequestRecordSink;
+  /** Also serve /metrics on this port (e.g. one only the cluster's Prometheus can reach). */
+  metricsPort?: number;
   /** Clock for breakers and retry budgets (tests inject a fake one). */
   now?: () => number;
   random?: () => number;
@@ -63,6 +66,8 @@ export interface RunningGateway {
   readonly watcher: StateWatcher;
   readonly breakers: CircuitBreakers;
   readonly policyStore: PolicyStore;
+  /** Origin of the separate metrics listener, when one was asked for. */
+  readonly metricsOrigin: string | undefined;
   close(): Promise<void>;
 }
 
@@ -195,6 +200,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   });
 
   await server.app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
+  const metricsServer = options.metricsPort === undefined ? undefined : await serveMetrics(metrics, options.metricsPort, options.host ?? '127.0.0.1');
   const address = server.app.server.address();
   if (address === null || typeof address === 'string') throw new Error('gateway is not listening on TCP');
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
@@ -208,7 +214,9 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     watcher,
     breakers,
     policyStore,
+    metricsOrigin: metricsServer === undefined ? undefined : originOf(metricsServer),
     async close() {
+      metricsServer?.close();
       watcher.close();
       server.setReady(false);
       await server.app.close();
@@ -216,4 +224,29 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       await counterStore.close();
     },
   };
+}
+
+async function serveMetrics(metrics: GatewayMetrics, port: number, host: string): Promise<Server> {
+  const server = createServer((request, response) => {
+    if (request.url !== '/metrics') {
+      response.writeHead(404).end();
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+      () => response.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}
+
+function originOf(server: Server): string {
+  const address = server.address();
+  if (address === null || typeof address === 'string') return '';
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
 }

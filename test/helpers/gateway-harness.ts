@@ -45,6 +45,7 @@ export interface HarnessOptions {
   rateLimitFailMode?: FailMode;
   plugins?: ReadonlyArray<(host: GatewayHost) => FastifyPluginAsync>;
   requestSink?: RequestRecordSink;
+  metricsPort?: number;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -79,6 +80,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     controlPlane: controlPlaneRoutes,
     plugins: options.plugins,
     requestSink: options.requestSink,
+    metricsPort: options.metricsPort,
   });
   let counter = 0;
   return {

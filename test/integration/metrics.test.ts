@@ -75,3 +75,19 @@ describe('GenAI and gateway metrics', () => {
     assert.ok(!text.includes(TEST_GATEWAY_KEY) && !text.includes('sk-m'), 'no secrets in metrics');
   });
 });
+
+describe('separate metrics port', () => {
+  test('/metrics is also served on its own port, without an API key', async () => {
+    const separate = await startHarness({ state: baseState(), metricsPort: 0 });
+    try {
+      const origin = separate.gateway.metricsOrigin;
+      assert.ok(origin);
+      const response = await fetch(`${origin}/metrics`);
+      assert.equal(response.status, 200);
+      assert.match(await response.text(), /aigateway_config_info/);
+      assert.equal((await fetch(`${origin}/v1/chat/completions`)).status, 404);
+    } finally {
+      await separate.close();
+    }
+  });
+});

@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   AIGW_ERR_UNSUPPORTED_PROVIDER: { status: 400, type: 'invalid_request_error' },
   AIGW_ERR_UNSUPPORTED_ENDPOINT: { status: 400, type: 'invalid_request_error' },
   AIGW_ERR_MISSING_PROVIDER_KEY: { status: 400, type: 'invalid_request_error' },
+  AIGW_ERR_EGRESS_DENIED: { status: 400, type: 'invalid_request_error' },
   AIGW_ERR_MISSING_API_KEY: { status: 401, type: 'authentication_error' },
   AIGW_ERR_INVALID_API_KEY: { status: 401, type: 'authentication_error' },
   AIGW_ERR_FORBIDDEN: { status: 403, type: 'permission_error' },

@@ -120,7 +120,8 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
 
   const metrics = options.metrics ?? createGatewayMetrics();
   metrics.setConfigHash(loaded.state.hash);
-  const dispatcher = createUpstreamAgent();
+  let live = loaded.state;
+  const dispatcher = createUpstreamAgent({ egress: () => live.egress });
   const now = options.now ?? Date.now;
   const breakers = new CircuitBreakers({
     now,
@@ -145,7 +146,6 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   });
   const policyStore = options.policyStore ?? FilePolicyStore.inMemory();
   const rateLimiter = new RateLimiter({ store: counterStore, metrics, logger, failMode: options.rateLimitFailMode ?? 'open', now });
-  let live = loaded.state;
   const controlPlaneHost: ControlPlaneHost = { currentState: () => live, policyStore };
   let injector: ((request: InjectRequest) => Promise<InjectResponse>) | undefined;
   const gatewayHost: GatewayHost = {

@@ -3,6 +3,7 @@ import { compileRoutingPlan, PlanCompileError, type PlanNode } from '../routing/
 import type { RoutingConfig } from './routing-config-schema.ts';
 import { parseRoutingConfig, formatConfigIssues } from './routing-config-validation.ts';
 import type { PromptEntry } from '../prompts/prompt-schema.ts';
+import { compileEgressPolicy, type EgressPolicy } from '../upstream/egress-policy.ts';
 import type { CredentialsDocument, GatewayStateDocument, ProviderEntry } from './state-schema.ts';
 
 // The immutable runtime snapshot built from one state document. Requests capture the
@@ -39,6 +40,8 @@ export interface GatewayState {
   /** Saved configs that failed validation: id → issues. They answer 400; the rest serve. */
   readonly invalidConfigs: ReadonlyMap<string, readonly string[]>;
   readonly prompts: ReadonlyMap<string, PromptEntry>;
+  /** Where custom hosts may point (compiled `egress.allow`). */
+  readonly egress: EgressPolicy;
   readonly document: Readonly<GatewayStateDocument>;
 }
 
@@ -139,6 +142,7 @@ export function buildGatewayState(
     configs,
     invalidConfigs,
     prompts,
+    egress: compileEgressPolicy(document.egress.allow),
     document,
   };
   return { state: Object.freeze(state), errors, warnings };

@@ -52,6 +52,11 @@ const MAX_PARSED_ANSWER = 2 * 1024 * 1024;
 export async function relayResponse(reply: FastifyReply, input: RelayInput): Promise<FastifyReply> {
   const { upstream, target, context } = input;
   const status = upstream.statusCode;
+  if (status >= 300 && status < 400) {
+    // Redirects are never followed nor passed on: a provider cannot steer anyone elsewhere.
+    upstream.body.dump().catch(() => undefined);
+    throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered with a redirect (${status}); redirects are not followed.`);
+  }
   for (const [name, value] of Object.entries(upstream.headers)) {
     if (value !== undefined && !DROPPED_HEADERS.has(name)) reply.header(name, value);
   }

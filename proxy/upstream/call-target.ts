@@ -65,6 +65,10 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
     });
     return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs };
   } catch (error) {
+    // A denied destination is the gateway's own refusal: it ends the walk (no fallback, no breaker).
+    if ((error as { code?: string }).code === 'AIGW_ERR_EGRESS_DENIED') {
+      throw new GatewayError('AIGW_ERR_EGRESS_DENIED', (error as Error).message, { param: 'custom_host', cause: error });
+    }
     return { kind: 'error', error: upstreamFailure(error, target.provider, input.timeoutMs), target, networkOrTimeout: true };
   }
 }

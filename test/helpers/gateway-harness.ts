@@ -120,6 +120,8 @@ export function baseState(extra: Record<string, unknown> = {}): Record<string, u
       { id: 'test', key: TEST_GATEWAY_KEY, scopes: ['inference', 'admin'] },
       { id: 'no-inference', key: 'gw-admin-only-key-0000', scopes: ['admin'] },
     ],
+    // The mocks listen on loopback, which the egress guard denies unless allowed.
+    egress: { allow: ['127.0.0.0/8', '::1'] },
     ...extra,
   };
 }

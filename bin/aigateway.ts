@@ -2,12 +2,14 @@
 // aigateway CLI — the composition root (DESIGN.md §1).
 //   serve     run the gateway standalone on a state file (hot-reloaded)
 //   validate  check a state file and every saved config in it
-//   operator  run the Kubernetes operator (lands with the operator)
+//   operator  run the Kubernetes operator (operator/k8s)
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { controlPlaneRoutes } from '../operator/api/control-plane.ts';
+import { controlPlaneForward } from '../operator/api/control-plane-forward.ts';
+import { OPERATOR_USAGE, operatorCommand } from '../operator/k8s/operator-cli.ts';
 import { loadStateFromFiles } from '../proxy/config/state-loader.ts';
 import { FilePolicyStore } from '../proxy/ratelimit/policy-store.ts';
 import { RedisCounterStore } from '../proxy/ratelimit/redis-counter-store.ts';
@@ -26,13 +28,17 @@ Commands:
                --log-file <file>     request log     (env AIGATEWAY_LOG_FILE, default stdout)
                --log-level <level>   (env AIGATEWAY_LOG_LEVEL, default info)
                --max-body-bytes <n>  (env AIGATEWAY_MAX_BODY_BYTES, default 20971520)
+               --max-in-flight <n>   most /v1 requests at once, then 503 (env AIGATEWAY_MAX_IN_FLIGHT, default 2048)
+               --drain-timeout-ms <n> on SIGTERM, cut open requests after this (env AIGATEWAY_DRAIN_TIMEOUT_MS, default 30000)
+               --shutdown-delay-ms <n> on SIGTERM, keep serving this long after readiness turns false (env AIGATEWAY_SHUTDOWN_DELAY_MS, default 0)
                --metrics-port <n>    also serve /metrics on this port (env AIGATEWAY_METRICS_PORT)
                --redis-url <url>     shared rate-limit counters (env REDIS_URL; default: in memory)
                --ratelimit-fail-mode open|closed  when Redis fails (env AIGATEWAY_RATELIMIT_FAIL_MODE, default open)
+               --control-plane-url <url>  forward /v1/prompts/* and /v1/policies/* there instead of serving them
+                                     in-process (in a cluster: the operator's API; env AIGATEWAY_CONTROL_PLANE_URL)
   validate <file> [--credentials <file>]
              Check a state file; exit 0 when valid, 1 otherwise
-  operator   Run the Kubernetes operator (not available yet)
-`;
+${OPERATOR_USAGE}`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -42,8 +48,7 @@ async function main(argv: string[]): Promise<number> {
     case 'validate':
       return validate(rest);
     case 'operator':
-      process.stderr.write('aigateway operator: not available in this build yet.\n');
-      return 2;
+      return operatorCommand(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -86,7 +91,11 @@ async function serve(args: string[]): Promise<number> {
       'max-body-bytes': { type: 'string' },
       'redis-url': { type: 'string' },
       'metrics-port': { type: 'string' },
+      'max-in-flight': { type: 'string' },
+      'drain-timeout-ms': { type: 'string' },
+      'shutdown-delay-ms': { type: 'string' },
       'ratelimit-fail-mode': { type: 'string' },
+      'control-plane-url': { type: 'string' },
     },
     strict: true,
   });
@@ -121,16 +130,19 @@ async function serve(args: string[]): Promise<number> {
     counterStore: redisUrl === undefined ? undefined : new RedisCounterStore({ url: redisUrl }),
     rateLimitFailMode: failMode,
     metricsPort: positiveInteger(pick(values['metrics-port'], 'AIGATEWAY_METRICS_PORT'), 'metrics-port'),
-    controlPlane: controlPlaneRoutes,
+    maxInFlight: positiveInteger(pick(values['max-in-flight'], 'AIGATEWAY_MAX_IN_FLIGHT'), 'max-in-flight'),
+    controlPlane: controlPlaneOf(pick(values['control-plane-url'], 'AIGATEWAY_CONTROL_PLANE_URL')),
   });
   process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir})\n`);
 
+  const drainTimeoutMs = positiveInteger(pick(values['drain-timeout-ms'], 'AIGATEWAY_DRAIN_TIMEOUT_MS'), 'drain-timeout-ms');
+  const shutdownDelayMs = positiveInteger(pick(values['shutdown-delay-ms'], 'AIGATEWAY_SHUTDOWN_DELAY_MS'), 'shutdown-delay-ms');
   let closing = false;
   const shutdown = (signal: string): void => {
     if (closing) return;
     closing = true;
     process.stderr.write(`aigateway: ${signal}, draining…\n`);
-    gateway.close().then(
+    gateway.close({ delayMs: shutdownDelayMs, timeoutMs: drainTimeoutMs }).then(
       () => {
         logger.flush();
         process.exit(0);
@@ -141,6 +153,13 @@ async function serve(args: string[]): Promise<number> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   return -1; // keep running
+}
+
+/** In a cluster the control plane is the operator (forwarded); standalone it runs in-process. */
+function controlPlaneOf(url: string | undefined): typeof controlPlaneRoutes {
+  if (url === undefined) return controlPlaneRoutes;
+  if (URL.parse(url) === null) throw new UsageError(`control-plane-url must be a URL, got "${url}"`);
+  return () => controlPlaneForward({ baseUrl: url });
 }
 
 // `npm start` must work with no setup and never with a fixed default key: when the state

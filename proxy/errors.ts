@@ -45,6 +45,7 @@ export const ERROR_CODES = {
   AIGW_ERR_UPSTREAM_INVALID_RESPONSE: { status: 502, type: 'api_error' },
   AIGW_ERR_TARGETS_UNAVAILABLE: { status: 503, type: 'api_error' },
   AIGW_ERR_STORE_UNAVAILABLE: { status: 503, type: 'api_error' },
+  AIGW_ERR_OVERLOADED: { status: 503, type: 'api_error' },
   AIGW_ERR_UPSTREAM_TIMEOUT: { status: 504, type: 'timeout_error' },
 } as const satisfies Record<string, ErrorCodeSpec>;
 

@@ -24,6 +24,8 @@ export interface GatewayServerOptions {
   controlPlane?: FastifyPluginAsync | undefined;
   /** Receives a record of every finished /v1 request (the request log store); must not block. */
   requestSink?: RequestRecordSink | undefined;
+  /** Most /v1 requests in flight at once; beyond it, a fast 503 with retry-after. */
+  maxInFlight?: number | undefined;
   /** More route plugins (batches, files, logs…). */
   plugins?: readonly FastifyPluginAsync[] | undefined;
   /** Largest accepted request body (bytes); larger → 413. */
@@ -62,10 +64,14 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     keepAliveTimeout: 72_000,
+    // Slow clients (slowloris) cannot hold a connection open forever sending a request.
+    requestTimeout: 120_000,
     requestIdHeader: false,
     routerOptions: { ignoreTrailingSlash: true },
   });
 
+  // Headers must arrive promptly; bodies within requestTimeout.
+  app.server.headersTimeout = 30_000;
   app.decorateRequest('gateway', null as never);
   app.decorateRequest('rawBody', undefined);
 
@@ -85,11 +91,25 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     }
   });
 
+  // Overload: a bounded number of requests in flight; past it, refuse fast rather than let
+  // latency and memory grow without bound.
+  const maxInFlight = options.maxInFlight ?? 2048;
+  let inFlight = 0;
+  const release = (): void => {
+    inFlight--;
+  };
+
   app.addHook('onRequest', async (request, reply) => {
     const traceId = traceIdFor(headerValue(request.headers[HEADER.traceId]));
     request.gateway = newRequestContext(traceId, state);
     reply.header(HEADER.traceId, traceId);
     if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
+    if (inFlight >= maxInFlight) {
+      metrics.overloadRejections.inc();
+      throw new GatewayError('AIGW_ERR_OVERLOADED', 'The gateway is at capacity; retry shortly.', { headers: { 'retry-after': '1' } });
+    }
+    inFlight++;
+    reply.raw.once('close', release);
     // Routes declare the scope they need; the rest (incl. unknown routes) need a valid key.
     const scope = (request.routeOptions.config as { gatewayScope?: GatewayScope } | undefined)?.gatewayScope;
     request.gateway.apiKey = authenticateApiKey(request.gateway.state, request.headers[HEADER.apiKey], scope);

@@ -52,6 +52,8 @@ export interface StartGatewayOptions {
   requestSink?: RequestRecordSink;
   /** Also serve /metrics on this port (e.g. one only the cluster's Prometheus can reach). */
   metricsPort?: number;
+  /** Most /v1 requests in flight at once; beyond it, a fast 503 with retry-after (default 2048). */
+  maxInFlight?: number;
   /** Clock for breakers and retry budgets (tests inject a fake one). */
   now?: () => number;
   random?: () => number;
@@ -68,7 +70,18 @@ export interface RunningGateway {
   readonly policyStore: PolicyStore;
   /** Origin of the separate metrics listener, when one was asked for. */
   readonly metricsOrigin: string | undefined;
-  close(): Promise<void>;
+  /**
+   * Graceful shutdown: readiness goes false, (after `delayMs`) new connections are refused,
+   * in-flight requests and streams finish; after `timeoutMs` the rest are cut.
+   */
+  close(drain?: DrainOptions): Promise<void>;
+}
+
+export interface DrainOptions {
+  /** Wait this long after readiness turns false before refusing connections (default 0). */
+  delayMs?: number;
+  /** Cut whatever is still open after this long (default 30 s). */
+  timeoutMs?: number;
 }
 
 /** What the control plane sees of a running standalone gateway. */
@@ -166,6 +179,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     controlPlane: options.controlPlane?.(controlPlaneHost),
     plugins: options.plugins?.map((build) => build(gatewayHost)),
     requestSink: options.requestSink,
+    maxInFlight: options.maxInFlight,
     bodyLimitBytes: options.bodyLimitBytes,
   });
 
@@ -215,11 +229,19 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     breakers,
     policyStore,
     metricsOrigin: metricsServer === undefined ? undefined : originOf(metricsServer),
-    async close() {
-      metricsServer?.close();
-      watcher.close();
+    async close(drain: DrainOptions = {}) {
       server.setReady(false);
-      await server.app.close();
+      // Let load balancers see the readiness change before we stop accepting.
+      if (drain.delayMs !== undefined && drain.delayMs > 0) await sleepFor(drain.delayMs);
+      watcher.close();
+      const forced = setTimeout(() => server.app.server.closeAllConnections(), drain.timeoutMs ?? 30_000);
+      forced.unref();
+      try {
+        await server.app.close();
+      } finally {
+        clearTimeout(forced);
+      }
+      metricsServer?.close();
       await dispatcher.close();
       await counterStore.close();
     },

@@ -19,6 +19,7 @@ export interface GatewayMetrics {
   readonly genAiTimeToFirstToken: Histogram<GenAiLabel>;
   readonly genAiTokenUsage: Histogram<GenAiLabel | 'gen_ai_token_type'>;
   readonly gatewayOverhead: Histogram<'route'>;
+  readonly overloadRejections: Counter;
   /** Model names as label values, capped so a client cannot explode cardinality. */
   readonly modelLabel: BoundedLabel;
   /** Marks `hash` as the served config (the one series with value 1). */
@@ -136,8 +137,14 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     buckets: OVERHEAD_BUCKETS,
     registers: [registry],
   });
+  const overloadRejections = new Counter({
+    name: 'aigateway_overload_rejections_total',
+    help: 'Requests refused with 503 because the gateway was at its in-flight limit.',
+    registers: [registry],
+  });
   return {
     registry,
+    overloadRejections,
     rateLimitDecisions,
     genAiDuration,
     genAiTimeToFirstToken,

@@ -46,6 +46,7 @@ export interface HarnessOptions {
   plugins?: ReadonlyArray<(host: GatewayHost) => FastifyPluginAsync>;
   requestSink?: RequestRecordSink;
   metricsPort?: number;
+  maxInFlight?: number;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -81,6 +82,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     plugins: options.plugins,
     requestSink: options.requestSink,
     metricsPort: options.metricsPort,
+    maxInFlight: options.maxInFlight,
   });
   let counter = 0;
   return {

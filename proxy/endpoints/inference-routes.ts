@@ -129,6 +129,7 @@ async function handleInference(
     target: result.target,
     endpoint,
     requestBody: result.requestBody,
+    plain: result.plain,
     streamIdleTimeoutMs: result.timeoutMs,
     stripStreamUsage,
     onUsage,

@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
+import type { PlainAnswer } from '../upstream/call-target.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from './body-validation.ts';
 import { SseUsageTap, usageOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
@@ -13,7 +14,6 @@ import { SseUsageTap, usageOf, type AnswerUsage } from '../ratelimit/usage-tap.t
 // to the OpenAI shape, status kept. Usage and timings are noted for metrics and limits.
 
 const MAX_ERROR_BODY = 1024 * 1024;
-const MAX_TRANSFORMED_BODY = 64 * 1024 * 1024;
 
 // Connection-level headers belong to each hop; cookies from a provider are not ours to set.
 const DROPPED_HEADERS = new Set([
@@ -37,6 +37,8 @@ export interface RelayInput {
   readonly endpoint: InferenceEndpoint;
   /** The request body as sent (after overrides), for transforms that echo request fields. */
   readonly requestBody: Record<string, unknown>;
+  /** A plain answer already read and parsed by the attempt. */
+  readonly plain: PlainAnswer | undefined;
   /** request_timeout in force: a stream idle for longer ends with an error event. */
   readonly streamIdleTimeoutMs?: number | undefined;
   /** Drop the usage chunk of a stream: the gateway asked for usage the client did not. */
@@ -46,8 +48,6 @@ export interface RelayInput {
   readonly context: RequestContext;
 }
 
-/** Plain answers up to this size are parsed for usage; larger ones are relayed as they are. */
-const MAX_PARSED_ANSWER = 2 * 1024 * 1024;
 
 export async function relayResponse(reply: FastifyReply, input: RelayInput): Promise<FastifyReply> {
   const { upstream, target, context } = input;
@@ -71,25 +71,24 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
     reply.header('content-type', 'application/json; charset=utf-8');
     return reply.send(body);
   }
-  if (input.requestBody['stream'] === true) return reply.send(streamAnswer(reply, input));
-  return reply.send(await plainAnswer(reply, input));
+  if (input.plain === undefined) return reply.send(streamAnswer(reply, input));
+  return reply.send(plainAnswer(reply, input, input.plain));
 }
 
 /**
- * A plain answer is small and useless to the client until complete, so it is read whole:
- * one write to the client, a content-length, and the usage read without a second pass.
- * Bytes are relayed unchanged unless the provider's adapter translates them.
+ * A plain answer was read whole by the attempt: one write to the client, a content-length,
+ * and the usage read without a second pass. Bytes are relayed unchanged unless the
+ * provider's adapter translates them.
  */
-async function plainAnswer(reply: FastifyReply, input: RelayInput): Promise<Buffer | string> {
-  const { upstream, target, endpoint, requestBody, context } = input;
-  const bytes = await readAll(upstream.body, MAX_TRANSFORMED_BODY);
+function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer): Buffer | string {
+  const { target, endpoint, requestBody, context } = input;
+  const { bytes, parsed } = plain;
   context.upstreamDoneAt = process.hrtime.bigint();
   const transform = target.adapter.transformResponse;
   if (transform === undefined) {
-    if (bytes.length <= MAX_PARSED_ANSWER) noteUsage(parseJson(bytes), input);
+    noteUsage(parsed, input);
     return bytes;
   }
-  const parsed = parseJson(bytes);
   if (parsed === undefined) {
     throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered with invalid JSON.`);
   }
@@ -144,13 +143,6 @@ function recordUsage(usage: AnswerUsage, input: RelayInput): void {
   if (usage.total !== undefined) input.onUsage?.(usage.total);
 }
 
-function parseJson(bytes: Buffer): unknown {
-  try {
-    return JSON.parse(bytes.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * A stream that stalls past request_timeout cannot get a 408 any more (the status is sent):
@@ -177,21 +169,6 @@ function endWithErrorEventOnTimeout(source: Readable, provider: string, timeoutM
     out.end(`data: ${JSON.stringify(event)}\n\n`);
   });
   return out;
-}
-
-async function readAll(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > limit) {
-      body.destroy();
-      throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `The provider's answer is larger than ${limit} bytes.`);
-    }
-    chunks.push(buffer);
-  }
-  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
 }
 
 async function readBounded(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {

@@ -17,8 +17,19 @@ export type AttemptResult =
       readonly requestBody: Record<string, unknown>;
       /** The stream idle bound in force, for the relay's timeout event. */
       readonly timeoutMs: number | undefined;
+      /** A plain (non-stream) 2xx answer, already read whole and parsed (undefined for streams). */
+      readonly plain: PlainAnswer | undefined;
     }
   | { readonly kind: 'error'; readonly error: GatewayError; readonly target: ResolvedTarget; readonly networkOrTimeout: boolean };
+
+export interface PlainAnswer {
+  readonly bytes: Buffer;
+  /** The parsed JSON, or undefined when the answer is not JSON. */
+  readonly parsed: unknown;
+}
+
+/** Largest plain answer read (embeddings of long batches can be tens of MB). */
+const MAX_PLAIN_ANSWER = 64 * 1024 * 1024;
 
 export interface AttemptInput {
   readonly dispatcher: Dispatcher;
@@ -63,7 +74,19 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
       signal: input.signal,
       ...(input.timeoutMs === undefined ? {} : { headersTimeout: input.timeoutMs, bodyTimeout: input.timeoutMs }),
     });
-    return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs };
+    const status = response.statusCode;
+    if (status < 200 || status >= 300 || body['stream'] === true) {
+      return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: undefined };
+    }
+    // A plain answer is read here, inside the attempt, so that a body that breaks off or is
+    // not JSON is a failure the strategy can retry or fall back from — not a broken 200.
+    const bytes = await readAll(response.body, MAX_PLAIN_ANSWER);
+    const parsed = parseJson(bytes);
+    if (parsed === undefined && /json/i.test(String(response.headers['content-type'] ?? 'json'))) {
+      const error = new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered ${status} with a body that is not valid JSON.`);
+      return { kind: 'error', error, target, networkOrTimeout: true };
+    }
+    return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: { bytes, parsed } };
   } catch (error) {
     // A denied destination is the gateway's own refusal: it ends the walk (no fallback, no breaker).
     if ((error as { code?: string }).code === 'AIGW_ERR_EGRESS_DENIED') {
@@ -106,4 +129,27 @@ export function upstreamFailure(error: unknown, provider: string, timeoutMs: num
   }
   const reason = typeof code === 'string' ? code : error instanceof Error ? error.name : 'network error';
   return new GatewayError('AIGW_ERR_UPSTREAM_UNREACHABLE', `Could not reach ${provider}: ${reason}`, { cause: error });
+}
+
+async function readAll(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > limit) {
+      body.destroy();
+      throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `The provider's answer is larger than ${limit} bytes.`);
+    }
+    chunks.push(buffer);
+  }
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+}
+
+function parseJson(bytes: Buffer): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return undefined;
+  }
 }

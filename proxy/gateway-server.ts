@@ -207,7 +207,7 @@ function parseMetadata(value: string | undefined): Record<string, unknown> | und
 
 function sendError(error: FastifyError | GatewayError, request: FastifyRequest, reply: FastifyReply, logger: Logger): FastifyReply {
   const gatewayError = isGatewayError(error) ? error : fromFastifyError(error);
-  if (gatewayError.status >= 500 && !isGatewayError(error)) {
+  if (gatewayError.code === 'AIGW_ERR_INTERNAL') {
     logger.error({ trace_id: request.gateway?.traceId, err: { message: error.message, code: error.code } }, 'internal error');
   }
   if (request.gateway !== null && request.gateway !== undefined) request.gateway.errorCode = gatewayError.code;
@@ -229,6 +229,9 @@ function fromFastifyError(error: FastifyError): GatewayError {
       return new GatewayError('AIGW_ERR_INVALID_JSON', 'Request body is not valid JSON.');
     default:
       break;
+  }
+  if (typeof error.code === 'string' && error.code.startsWith('UND_ERR')) {
+    return new GatewayError('AIGW_ERR_UPSTREAM_UNREACHABLE', `The provider's answer broke off (${error.code}).`, { cause: error });
   }
   const status = error.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {

@@ -75,11 +75,19 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
       ...(input.timeoutMs === undefined ? {} : { headersTimeout: input.timeoutMs, bodyTimeout: input.timeoutMs }),
     });
     const status = response.statusCode;
-    if (status < 200 || status >= 300 || body['stream'] === true) {
+    if (status < 200 || status >= 300) {
       return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: undefined };
     }
-    // A plain answer is read here, inside the attempt, so that a body that breaks off or is
-    // not JSON is a failure the strategy can retry or fall back from — not a broken 200.
+    const eventStream = /event-stream/i.test(String(response.headers['content-type'] ?? ''));
+    if (body['stream'] === true && (eventStream || target.adapter.createStreamTransform !== undefined)) {
+      // Nothing is sent to the client before the first chunk: a stream that breaks before it
+      // is still a failure the strategy can retry or fall back from.
+      await firstChunk(response.body);
+      return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: undefined };
+    }
+    // A plain answer (or a "stream" that is not SSE) is read here, inside the attempt, so that
+    // a body that breaks off or is not JSON is a failure the strategy can retry or fall back
+    // from — not a broken 200.
     const bytes = await readAll(response.body, MAX_PLAIN_ANSWER);
     const parsed = parseJson(bytes);
     if (parsed === undefined && /json/i.test(String(response.headers['content-type'] ?? 'json'))) {
@@ -129,6 +137,25 @@ export function upstreamFailure(error: unknown, provider: string, timeoutMs: num
   }
   const reason = typeof code === 'string' ? code : error instanceof Error ? error.name : 'network error';
   return new GatewayError('AIGW_ERR_UPSTREAM_UNREACHABLE', `Could not reach ${provider}: ${reason}`, { cause: error });
+}
+
+/** Resolves when the body has data (without consuming it); rejects if it fails or is empty. */
+function firstChunk(body: Dispatcher.ResponseData['body']): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (error?: Error): void => {
+      body.off('readable', onReadable);
+      body.off('error', onError);
+      body.off('end', onEnd);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const onReadable = (): void => done();
+    const onError = (error: Error): void => done(error);
+    const onEnd = (): void => done(Object.assign(new Error('the stream ended before any data'), { code: 'UND_ERR_SOCKET' }));
+    body.on('readable', onReadable);
+    body.once('error', onError);
+    body.once('end', onEnd);
+  });
 }
 
 async function readAll(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer> {

@@ -10,9 +10,14 @@ import { parseArgs } from 'node:util';
 import { controlPlaneRoutes } from '../operator/api/control-plane.ts';
 import { controlPlaneForward } from '../operator/api/control-plane-forward.ts';
 import { OPERATOR_USAGE, operatorCommand } from '../operator/k8s/operator-cli.ts';
+import { batchesPlugin } from '../proxy/batches/batches-plugin.ts';
 import { loadStateFromFiles } from '../proxy/config/state-loader.ts';
+import { isLogStoreKind, startRequestLogging, type RequestLogging } from '../proxy/logs/request-logging.ts';
+import { createGatewayMetrics, type GatewayMetrics } from '../proxy/observability/gateway-metrics.ts';
 import { FilePolicyStore } from '../proxy/ratelimit/policy-store.ts';
 import { RedisCounterStore } from '../proxy/ratelimit/redis-counter-store.ts';
+import { RedisResponseCache } from '../proxy/cache/redis-response-cache.ts';
+import { RedisSemanticIndex } from '../proxy/cache/redis-semantic-index.ts';
 import { createGatewayLogger } from '../proxy/observability/request-log.ts';
 import { StateLoadError, startGateway } from '../proxy/standalone-gateway.ts';
 
@@ -32,8 +37,16 @@ Commands:
                --drain-timeout-ms <n> on SIGTERM, cut open requests after this (env AIGATEWAY_DRAIN_TIMEOUT_MS, default 30000)
                --shutdown-delay-ms <n> on SIGTERM, keep serving this long after readiness turns false (env AIGATEWAY_SHUTDOWN_DELAY_MS, default 0)
                --metrics-port <n>    also serve /metrics on this port (env AIGATEWAY_METRICS_PORT)
-               --redis-url <url>     shared rate-limit counters (env REDIS_URL; default: in memory)
+               --redis-url <url>     shared rate-limit counters and response cache (env REDIS_URL; default: in memory)
                --ratelimit-fail-mode open|closed  when Redis fails (env AIGATEWAY_RATELIMIT_FAIL_MODE, default open)
+               --database-url <url>  PostgreSQL for gateway-managed files and batches, shared by replicas
+                                     (env DATABASE_URL; default: SQLite in the data dir)
+               --log-store sqlite|postgres|off  request log store behind GET /v1/logs (env AIGATEWAY_LOG_STORE,
+                                     default sqlite in the data dir; postgres uses --database-url)
+               --log-retention-days <n>  delete request logs older than this (env AIGATEWAY_LOG_RETENTION_DAYS,
+                                     default 30; 0 keeps them)
+               --batch-concurrency <n> batch lines in flight per process (env AIGATEWAY_BATCH_CONCURRENCY, default 8)
+               --batch-lease-ms <n>  a silent batch worker is presumed dead after this (env AIGATEWAY_BATCH_LEASE_MS, default 10000)
                --control-plane-url <url>  forward /v1/prompts/* and /v1/policies/* there instead of serving them
                                      in-process (in a cluster: the operator's API; env AIGATEWAY_CONTROL_PLANE_URL)
   validate <file> [--credentials <file>]
@@ -96,6 +109,11 @@ async function serve(args: string[]): Promise<number> {
       'shutdown-delay-ms': { type: 'string' },
       'ratelimit-fail-mode': { type: 'string' },
       'control-plane-url': { type: 'string' },
+      'database-url': { type: 'string' },
+      'batch-concurrency': { type: 'string' },
+      'batch-lease-ms': { type: 'string' },
+      'log-store': { type: 'string' },
+      'log-retention-days': { type: 'string' },
     },
     strict: true,
   });
@@ -119,6 +137,8 @@ async function serve(args: string[]): Promise<number> {
   const env = { ...process.env };
   ensureGatewayApiKey(resolve(configPath), env);
 
+  const metrics = createGatewayMetrics();
+  const requestLogging = await requestLoggingOf(values, dataDir, metrics, logger);
   const gateway = await startGateway({
     sources: { statePath: resolve(configPath), credentialsPath: credentialsPath && resolve(credentialsPath) },
     env,
@@ -128,10 +148,15 @@ async function serve(args: string[]): Promise<number> {
     bodyLimitBytes,
     policyStore,
     counterStore: redisUrl === undefined ? undefined : new RedisCounterStore({ url: redisUrl }),
+    cacheStore: redisUrl === undefined ? undefined : new RedisResponseCache({ url: redisUrl }),
+    semanticIndex: redisUrl === undefined ? undefined : new RedisSemanticIndex({ url: redisUrl }),
     rateLimitFailMode: failMode,
     metricsPort: positiveInteger(pick(values['metrics-port'], 'AIGATEWAY_METRICS_PORT'), 'metrics-port'),
     maxInFlight: positiveInteger(pick(values['max-in-flight'], 'AIGATEWAY_MAX_IN_FLIGHT'), 'max-in-flight'),
     controlPlane: controlPlaneOf(pick(values['control-plane-url'], 'AIGATEWAY_CONTROL_PLANE_URL')),
+    metrics,
+    requestSink: requestLogging?.sink,
+    plugins: [batchesPluginOf(values, dataDir), ...(requestLogging === undefined ? [] : [requestLogging.routes])],
   });
   process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir})\n`);
 
@@ -142,20 +167,52 @@ async function serve(args: string[]): Promise<number> {
     if (closing) return;
     closing = true;
     process.stderr.write(`aigateway: ${signal}, draining…\n`);
-    gateway.close({ delayMs: shutdownDelayMs, timeoutMs: drainTimeoutMs }).then(
-      () => {
-        logger.flush();
-        process.exit(0);
-      },
-      () => process.exit(1),
-    );
+    gateway
+      .close({ delayMs: shutdownDelayMs, timeoutMs: drainTimeoutMs })
+      .then(() => requestLogging?.close()) // flushes the queued records
+      .then(
+        () => {
+          logger.flush();
+          process.exit(0);
+        },
+        () => process.exit(1),
+      );
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   return -1; // keep running
 }
 
+/** The request log store (GET /v1/logs, /v1/analytics/summary): SQLite by default, PostgreSQL when asked. */
+function requestLoggingOf(
+  values: Record<string, string | boolean | undefined>,
+  dataDir: string,
+  metrics: GatewayMetrics,
+  logger: ReturnType<typeof createGatewayLogger>,
+): Promise<RequestLogging | undefined> {
+  const flag = (name: string): string | undefined => (typeof values[name] === 'string' ? values[name] : undefined);
+  const kind = pick(flag('log-store'), 'AIGATEWAY_LOG_STORE', 'sqlite') ?? 'sqlite';
+  if (!isLogStoreKind(kind)) throw new UsageError(`log-store must be sqlite, postgres or off, got "${kind}"`);
+  const databaseUrl = pick(flag('database-url'), 'DATABASE_URL');
+  if (kind === 'postgres' && databaseUrl === undefined) throw new UsageError('log-store postgres needs --database-url (or DATABASE_URL)');
+  const retentionDays = positiveInteger(pick(flag('log-retention-days'), 'AIGATEWAY_LOG_RETENTION_DAYS', '30'), 'log-retention-days') ?? 30;
+  return startRequestLogging({ kind, dataDir, databaseUrl, retentionDays, metrics, logger });
+}
+
 /** In a cluster the control plane is the operator (forwarded); standalone it runs in-process. */
+/** Gateway-managed files and batches: PostgreSQL when DATABASE_URL is set (replicas share it), else SQLite. */
+function batchesPluginOf(values: Record<string, string | boolean | undefined>, dataDir: string): ReturnType<typeof batchesPlugin> {
+  const flag = (name: string): string | undefined => (typeof values[name] === 'string' ? values[name] : undefined);
+  const databaseUrl = pick(flag('database-url'), 'DATABASE_URL');
+  const concurrency = positiveInteger(pick(flag('batch-concurrency'), 'AIGATEWAY_BATCH_CONCURRENCY'), 'batch-concurrency');
+  if (concurrency === 0) throw new UsageError('batch-concurrency must be at least 1');
+  return batchesPlugin({
+    store: databaseUrl === undefined ? { kind: 'sqlite', path: join(dataDir, 'batches.sqlite') } : { kind: 'postgres', connectionString: databaseUrl },
+    concurrency,
+    leaseMs: positiveInteger(pick(flag('batch-lease-ms'), 'AIGATEWAY_BATCH_LEASE_MS'), 'batch-lease-ms'),
+  });
+}
+
 function controlPlaneOf(url: string | undefined): typeof controlPlaneRoutes {
   if (url === undefined) return controlPlaneRoutes;
   if (URL.parse(url) === null) throw new UsageError(`control-plane-url must be a URL, got "${url}"`);

@@ -8,6 +8,12 @@ import { setTimeout as sleepFor } from 'node:timers/promises';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type { GatewayState } from './config/gateway-state.ts';
+import { stateEmbedder } from './cache/cache-embedder.ts';
+import { MemoryResponseCache } from './cache/memory-response-cache.ts';
+import { MemorySemanticIndex } from './cache/memory-semantic-index.ts';
+import { ResponseCache } from './cache/response-cache.ts';
+import type { ResponseCacheStore } from './cache/response-cache-store.ts';
+import type { SemanticIndex } from './cache/semantic-cache.ts';
 import type { RequestRecordSink } from './observability/request-record.ts';
 import type { RateLimitCounterStore } from './ratelimit/counter-store.ts';
 import { MemoryCounterStore } from './ratelimit/memory-counter-store.ts';
@@ -54,6 +60,9 @@ export interface StartGatewayOptions {
   metricsPort?: number;
   /** Most /v1 requests in flight at once; beyond it, a fast 503 with retry-after (default 2048). */
   maxInFlight?: number;
+  /** The response cache's store (default: memory, bounded) and semantic index (default: memory). */
+  cacheStore?: ResponseCacheStore;
+  semanticIndex?: SemanticIndex;
   /** Clock for breakers and retry budgets (tests inject a fake one). */
   now?: () => number;
   random?: () => number;
@@ -153,6 +162,26 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     retryBaseDelayMs: options.retryBaseDelayMs ?? 250,
     sleep: (ms, signal) => sleepFor(ms, undefined, { signal }).catch(() => undefined),
   };
+  const cacheStore: ResponseCacheStore = options.cacheStore ?? new MemoryResponseCache({ now });
+  const semanticIndex = options.semanticIndex ?? new MemorySemanticIndex();
+  await cacheStore.connect?.(2_000).catch((error: unknown) => {
+    logger.warn({ err: { message: (error as Error).message } }, 'cache store not reachable at start; serving anyway');
+  });
+  metrics.watchCacheSize(() => cacheStore.stats());
+  const embedder = stateEmbedder(() => live, dispatcher);
+  const buildCache = (state: GatewayState): ResponseCache =>
+    new ResponseCache({
+      store: cacheStore,
+      index: semanticIndex,
+      embedder,
+      threshold: state.document.cache.semanticThreshold,
+      now,
+      onError(error, operation) {
+        metrics.cacheErrors.inc({ operation });
+        logger.warn({ operation, err: { message: (error as Error).message } }, 'cache store unavailable; treated as a miss');
+      },
+    });
+  let responseCache = buildCache(loaded.state);
   const counterStore: RateLimitCounterStore = options.counterStore ?? new MemoryCounterStore();
   await counterStore.connect?.(2_000).catch((error: unknown) => {
     logger.warn({ err: { message: (error as Error).message } }, 'rate-limit store not reachable at start; serving anyway');
@@ -175,7 +204,14 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     initialState: loaded.state,
     logger,
     metrics,
-    inference: { routing, rateLimiter, dynamicPolicies: () => policyStore.snapshot() },
+    inference: {
+      routing,
+      rateLimiter,
+      dynamicPolicies: () => policyStore.snapshot(),
+      get cache() {
+        return responseCache;
+      },
+    },
     controlPlane: options.controlPlane?.(controlPlaneHost),
     plugins: options.plugins?.map((build) => build(gatewayHost)),
     requestSink: options.requestSink,
@@ -203,6 +239,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       if (outcome.ok) {
         server.swapState(outcome.state);
         live = outcome.state;
+        responseCache = buildCache(outcome.state);
         metrics.setConfigHash(outcome.state.hash);
         metrics.configReloads.inc({ result: 'success' });
         logger.info({ config_hash: outcome.state.hash }, 'state reloaded');
@@ -244,6 +281,8 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       metricsServer?.close();
       await dispatcher.close();
       await counterStore.close();
+      await cacheStore.close();
+      await semanticIndex.close();
     },
   };
 }

@@ -49,6 +49,13 @@ export const EgressSchema = z.strictObject({
   allow: z.array(z.string().min(1)).default([]),
 });
 
+export const CacheSettingsSchema = z.strictObject({
+  /** Cosine a semantic neighbour needs (default 0.95). */
+  semanticThreshold: z.number().min(0).max(1).optional(),
+  /** The embeddings provider semantic caching uses; default: a built-in lexical vectorizer. */
+  embeddings: z.strictObject({ provider: z.string().min(1), model: z.string().min(1) }).optional(),
+});
+
 export const GatewayStateSchema = z.strictObject({
   apiKeys: z.array(ApiKeyEntrySchema).default([]),
   providers: z.array(ProviderEntrySchema).default([]),
@@ -57,6 +64,7 @@ export const GatewayStateSchema = z.strictObject({
   guardrails: z.array(IdentifiedEntrySchema).default([]),
   rateLimitPolicies: z.array(RateLimitPolicySchema).default([]),
   egress: EgressSchema.default({ allow: [] }),
+  cache: CacheSettingsSchema.default({}),
 });
 
 export type GatewayStateDocument = z.infer<typeof GatewayStateSchema>;

@@ -11,6 +11,8 @@ import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute } from '../routing/select-route.ts';
 import { validateRequestBody, type InferenceEndpoint } from './body-validation.ts';
 import { relayResponse } from './relay-response.ts';
+import type { ResponseCache } from '../cache/response-cache.ts';
+import { cacheObserver, cacheRequestOf, countLookup, replyFromCache, type CacheFlow } from './response-caching.ts';
 
 // POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses: one handler,
 // parameterised by endpoint. Order: validate body → pick the plan → walk it (strategies,
@@ -31,6 +33,8 @@ export interface InferenceDeps {
   readonly rateLimiter: RateLimiter | undefined;
   /** Policies created through the API (the state file's come with the snapshot). */
   readonly dynamicPolicies: () => readonly RateLimitPolicy[];
+  /** The response cache; undefined disables caching whatever configs say. */
+  readonly cache: ResponseCache | undefined;
 }
 
 export function registerInferenceRoutes(app: FastifyInstance, deps: InferenceDeps): void {
@@ -88,6 +92,15 @@ async function handleInference(
       controller.abort();
     }
   });
+  let cacheFlow: CacheFlow | undefined;
+  const cacheRequest = deps.cache === undefined ? undefined : cacheRequestOf(selection.plan, selection.configId, context.state, endpoint, body, request.headers, context.metadata);
+  if (deps.cache !== undefined && cacheRequest !== undefined) {
+    cacheFlow = { request: cacheRequest, lookup: await deps.cache.lookup(cacheRequest) };
+    countLookup(deps.routing.metrics, cacheFlow.lookup, context, reply);
+    const cached = replyFromCache(reply, cacheFlow.lookup, endpoint, body, context);
+    if (cached !== undefined) return cached;
+  }
+
   const progress: WalkProgress = { retries: 0, firstDispatchAt: undefined, lastPath: undefined, lastTarget: undefined };
   const result = await walkPlan(
     selection.plan,
@@ -133,6 +146,7 @@ async function handleInference(
     streamIdleTimeoutMs: result.timeoutMs,
     stripStreamUsage,
     onUsage,
+    observer: deps.cache === undefined || cacheFlow === undefined ? undefined : cacheObserver(deps.cache, cacheFlow),
     context,
   });
 }

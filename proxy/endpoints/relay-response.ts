@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import type { PlainAnswer } from '../upstream/call-target.ts';
+import type { AnswerObserver } from './response-caching.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from './body-validation.ts';
 import { SseUsageTap, usageOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
@@ -43,6 +44,8 @@ export interface RelayInput {
   readonly streamIdleTimeoutMs?: number | undefined;
   /** Drop the usage chunk of a stream: the gateway asked for usage the client did not. */
   readonly stripStreamUsage?: boolean | undefined;
+  /** Sees a fresh successful answer (the cache stores it). */
+  readonly observer?: AnswerObserver | undefined;
   /** Told the answer's total tokens, when the provider reported usage. */
   readonly onUsage?: ((tokens: number) => void) | undefined;
   readonly context: RequestContext;
@@ -87,6 +90,7 @@ function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer)
   const transform = target.adapter.transformResponse;
   if (transform === undefined) {
     noteUsage(parsed, input);
+    input.observer?.plain(bytes, parsed);
     return bytes;
   }
   if (parsed === undefined) {
@@ -94,10 +98,12 @@ function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer)
   }
   const transformed = transform(endpoint, parsed, requestBody);
   noteUsage(transformed, input);
+  const out = JSON.stringify(transformed);
+  input.observer?.plain(Buffer.from(out), transformed);
   reply.removeHeader('content-length');
   reply.removeHeader('content-encoding');
   reply.header('content-type', 'application/json; charset=utf-8');
-  return JSON.stringify(transformed);
+  return out;
 }
 
 /** A stream passes chunk by chunk; usage is read from its frames on the way. */
@@ -116,6 +122,11 @@ function streamAnswer(reply: FastifyReply, input: RelayInput): Readable {
     reply.header('content-type', 'text/event-stream; charset=utf-8');
     reply.header('cache-control', 'no-cache');
     stream = chain(stream, adapter.createStreamTransform(endpoint, requestBody));
+  }
+  if (input.observer !== undefined) {
+    const watch = input.observer.stream();
+    stream.on('data', (chunk: Buffer) => watch.push(chunk));
+    stream.once('end', () => watch.end());
   }
   if (endpoint !== 'embeddings') {
     reply.removeHeader('content-length');

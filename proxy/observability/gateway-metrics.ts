@@ -20,6 +20,10 @@ export interface GatewayMetrics {
   readonly genAiTokenUsage: Histogram<GenAiLabel | 'gen_ai_token_type'>;
   readonly gatewayOverhead: Histogram<'route'>;
   readonly overloadRejections: Counter;
+  readonly cacheRequests: Counter<'status'>;
+  readonly cacheErrors: Counter<'operation'>;
+  /** Reports the response cache's size at scrape time. */
+  watchCacheSize(stats: () => { entries: number; bytes: number }): void;
   /** Model names as label values, capped so a client cannot explode cardinality. */
   readonly modelLabel: BoundedLabel;
   /** Marks `hash` as the served config (the one series with value 1). */
@@ -142,9 +146,43 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     help: 'Requests refused with 503 because the gateway was at its in-flight limit.',
     registers: [registry],
   });
+  const cacheRequests = new Counter({
+    name: 'aigateway_cache_requests_total',
+    help: 'Cache lookups by status (HIT, SEMANTIC_HIT, MISS, REFRESH).',
+    labelNames: ['status'] as const,
+    registers: [registry],
+  });
+  const cacheErrors = new Counter({
+    name: 'aigateway_cache_errors_total',
+    help: 'Cache store, index or embedder failures (each request carried on as a MISS), by operation.',
+    labelNames: ['operation'] as const,
+    registers: [registry],
+  });
+  let cacheStats: (() => { entries: number; bytes: number }) | undefined;
+  new Gauge({
+    name: 'aigateway_cache_entries',
+    help: 'Entries in the response cache.',
+    registers: [registry],
+    collect() {
+      if (cacheStats !== undefined) this.set(cacheStats().entries);
+    },
+  });
+  new Gauge({
+    name: 'aigateway_cache_bytes',
+    help: 'Bytes held by the response cache.',
+    registers: [registry],
+    collect() {
+      if (cacheStats !== undefined) this.set(cacheStats().bytes);
+    },
+  });
   return {
     registry,
     overloadRejections,
+    cacheRequests,
+    cacheErrors,
+    watchCacheSize(stats) {
+      cacheStats = stats;
+    },
     rateLimitDecisions,
     genAiDuration,
     genAiTimeToFirstToken,

@@ -13,6 +13,7 @@ import type { PolicyStore } from '../../proxy/ratelimit/policy-store.ts';
 import type { FailMode } from '../../proxy/ratelimit/rate-limiter.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import type { RequestRecordSink } from '../../proxy/observability/request-record.ts';
+import type { ResponseCacheStore } from '../../proxy/cache/response-cache-store.ts';
 import { startGateway, type GatewayHost, type RunningGateway } from '../../proxy/standalone-gateway.ts';
 
 export const TEST_GATEWAY_KEY = 'gw-test-key-0123456789';
@@ -47,6 +48,7 @@ export interface HarnessOptions {
   requestSink?: RequestRecordSink;
   metricsPort?: number;
   maxInFlight?: number;
+  cacheStore?: ResponseCacheStore;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -83,6 +85,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     requestSink: options.requestSink,
     metricsPort: options.metricsPort,
     maxInFlight: options.maxInFlight,
+    cacheStore: options.cacheStore,
   });
   let counter = 0;
   return {

@@ -1,0 +1,143 @@
+import { createHash } from 'node:crypto';
+import type { FastifyReply } from 'fastify';
+import type { ResponseCache, CacheLookup, CacheRequest } from '../cache/response-cache.ts';
+import { StreamAssembler } from '../cache/stream-assembler.ts';
+import { replayAsSse } from '../cache/stream-replay.ts';
+import type { GatewayState } from '../config/gateway-state.ts';
+import { HEADER, headerValue } from '../gateway-headers.ts';
+import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
+import type { RequestContext } from '../request-context.ts';
+import type { PlanNode } from '../routing/routing-plan.ts';
+import type { InferenceEndpoint } from './body-validation.ts';
+
+// The cache on the request path (DESIGN.md §2): look up before routing, answer a HIT
+// without calling a provider (replayed as SSE for stream requests), and store fresh 2xx
+// answers — plain or assembled from a stream — after the response, never delaying it.
+
+export interface CacheFlow {
+  readonly request: CacheRequest;
+  readonly lookup: CacheLookup;
+}
+
+export const DISABLED_LOOKUP: CacheLookup = { status: 'DISABLED' };
+
+/** The cache request for this call, or undefined when the config has no `cache`. */
+export function cacheRequestOf(
+  plan: PlanNode,
+  configId: string | undefined,
+  state: GatewayState,
+  endpoint: InferenceEndpoint,
+  body: Record<string, unknown>,
+  headers: Record<string, string | string[] | undefined>,
+  metadata: Readonly<Record<string, unknown>> | undefined,
+): CacheRequest | undefined {
+  const settings = plan.settings.cache;
+  if (settings === undefined) return undefined;
+  const namespace = headerValue(headers[HEADER.cacheNamespace]);
+  return {
+    mode: settings.mode,
+    maxAgeSeconds: settings.max_age,
+    endpoint,
+    identity: identityOf(plan, configId, state),
+    body,
+    metadata,
+    namespace: namespace === '' ? undefined : namespace,
+    forceRefresh: headerValue(headers[HEADER.cacheForceRefresh])?.toLowerCase() === 'true',
+  };
+}
+
+const identities = new WeakMap<PlanNode, string>();
+
+/**
+ * Target identity for the key: the saved config's id, or a digest of the plan's providers,
+ * hosts and credentials (answers from different accounts or hosts never mix). The model
+ * is in the body, which the key covers.
+ */
+function identityOf(plan: PlanNode, configId: string | undefined, state: GatewayState): string {
+  if (configId !== undefined) return `config:${configId}`;
+  const cached = identities.get(plan);
+  if (cached !== undefined) return cached;
+  const leaves: string[] = [];
+  const walk = (node: PlanNode): void => {
+    if (node.mode !== undefined) return node.children.forEach(walk);
+    const { provider, virtual_key: virtualKey, custom_host: customHost, api_key: apiKey } = node.settings;
+    const saved = virtualKey === undefined ? undefined : state.providersByVirtualKey.get(virtualKey)?.slug;
+    leaves.push([provider, saved ?? virtualKey, customHost, apiKey === undefined ? '' : sha(apiKey)].join('|'));
+  };
+  walk(plan);
+  const identity = `inline:${sha(leaves.join(';'))}`;
+  identities.set(plan, identity);
+  return identity;
+}
+
+function sha(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 32);
+}
+
+export function countLookup(metrics: GatewayMetrics, lookup: CacheLookup, context: RequestContext, reply: FastifyReply): void {
+  context.cacheStatus = lookup.status;
+  reply.header(HEADER.cacheStatus, lookup.status);
+  if (lookup.status !== 'DISABLED') metrics.cacheRequests.inc({ status: lookup.status });
+}
+
+/** Answers from the cache; undefined when the stored answer cannot serve this request. */
+export function replyFromCache(
+  reply: FastifyReply,
+  lookup: CacheLookup,
+  endpoint: InferenceEndpoint,
+  body: Record<string, unknown>,
+  context: RequestContext,
+): FastifyReply | undefined {
+  const answer = lookup.answer;
+  if (answer === undefined) return undefined;
+  reply.header(HEADER.lastUsedOptionIndex, 'cache');
+  reply.header(HEADER.retryAttemptCount, '0');
+  if (body['stream'] !== true) {
+    return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(answer.body);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(answer.body);
+  } catch {
+    return undefined;
+  }
+  const includeUsage = (body['stream_options'] as { include_usage?: unknown } | null | undefined)?.include_usage === true;
+  const sse = replayAsSse(endpoint, parsed, { includeUsage });
+  if (sse === undefined) return undefined;
+  context.ttftMs = Number(process.hrtime.bigint() - context.startedAt) / 1e6;
+  return reply.code(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').send(sse);
+}
+
+/** What the relay calls with a fresh successful answer, to store it off the response path. */
+export interface AnswerObserver {
+  /** A plain answer's bytes and its parsed JSON. */
+  plain(bytes: Buffer, parsed: unknown): void;
+  /** A stream's observer (bytes as they pass, before any usage chunk is removed). */
+  stream(): { push(chunk: Buffer): void; end(): void };
+}
+
+export function cacheObserver(cache: ResponseCache, flow: CacheFlow): AnswerObserver | undefined {
+  const { request, lookup } = flow;
+  if (lookup.status !== 'MISS' && lookup.status !== 'REFRESH') return undefined;
+  return {
+    plain(bytes, parsed) {
+      if (!isAnswer(parsed)) return;
+      void cache.save(request, lookup, bytes.toString('utf8'));
+    },
+    stream() {
+      const assembler = new StreamAssembler(request.endpoint);
+      return {
+        push: (chunk) => assembler.push(chunk),
+        end: () => {
+          const result = assembler.result();
+          if (result !== undefined) void cache.save(request, lookup, JSON.stringify(result));
+        },
+      };
+    },
+  };
+}
+
+/** Only real answers are stored: an object without an `error` member. */
+function isAnswer(parsed: unknown): boolean {
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && !('error' in parsed);
+}

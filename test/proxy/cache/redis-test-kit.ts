@@ -1,0 +1,55 @@
+// What the Redis-backed cache tests share: the real Redis (REDIS_URL, default
+// 127.0.0.1:6379) under a prefix unique to this run, removed afterwards; a skip reason when
+// Redis is not reachable; and helpers for the failure tests.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import net from 'node:net';
+import { after } from 'node:test';
+import { Redis } from 'ioredis';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const PREFIX = `aigw-test:${process.pid}:${randomUUID()}:`;
+
+export const admin = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+admin.on('error', () => {});
+export const reachable = await admin.connect().then(() => true, () => false);
+export const skip: string | false = reachable ? false : `Redis not reachable at ${REDIS_URL}`;
+
+after(async () => {
+  if (!reachable) return;
+  let cursor = '0';
+  do {
+    const [next, keys] = await admin.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 1000);
+    if (keys.length > 0) await admin.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  await admin.quit();
+});
+
+/** Resolves with the rejection and how long it took; fails if `call` resolves. */
+export async function timedRejection(call: () => Promise<unknown>): Promise<{ error: Error & { code?: unknown }; ms: number }> {
+  const start = performance.now();
+  try {
+    await call();
+  } catch (error) {
+    assert.ok(error instanceof Error);
+    return { error, ms: performance.now() - start };
+  }
+  assert.fail('expected a rejection');
+}
+
+/** A TCP server that accepts connections and never answers; close() when done. */
+export async function silentServer(): Promise<{ url: string; close(): void }> {
+  const held = new Set<net.Socket>();
+  const server = net.createServer((socket) => held.add(socket));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  assert.ok(address !== null && typeof address === 'object');
+  return {
+    url: `redis://127.0.0.1:${address.port}`,
+    close() {
+      for (const socket of held) socket.destroy();
+      server.close();
+    },
+  };
+}

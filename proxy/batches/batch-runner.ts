@@ -1,0 +1,151 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { BatchStore, ClaimedLine, LineOutcome } from './batch-store.ts';
+
+// The worker loop of gateway-managed batches, one per gateway process: heartbeat, fail
+// the lines of dead workers, validate new batches, keep up to `concurrency` lines in
+// flight, finalize finished batches. Every step is a store operation that is safe with
+// other replicas doing the same, so any number of processes can share one PostgreSQL.
+
+/** What running one line produced; `not-run` hands the line back (it never left the gateway). */
+export type LineExecution = LineOutcome | { readonly notRun: true };
+
+export interface BatchRunnerOptions {
+  readonly store: BatchStore;
+  readonly execute: (line: ClaimedLine) => Promise<LineExecution>;
+  readonly logger: Logger;
+  /** Lines in flight per process; default 8. */
+  readonly concurrency?: number;
+  /** Idle polling interval (ms); default 250. New batches and finished lines wake the loop early. */
+  readonly pollIntervalMs?: number;
+  /** A worker silent for this long is dead and its in-flight lines fail (ms); default 10 000. */
+  readonly leaseMs?: number;
+  /** Standalone: no other process shares the store, so every other worker is gone. */
+  readonly exclusive?: boolean;
+  readonly now?: () => number;
+}
+
+export class BatchRunner {
+  readonly workerId = `worker-${randomBytes(8).toString('hex')}`;
+  readonly #options: Required<Omit<BatchRunnerOptions, 'exclusive'>> & { exclusive: boolean };
+  readonly #inFlight = new Set<Promise<void>>();
+  #stopped = true;
+  #loop: Promise<void> | undefined;
+  #wake: (() => void) | undefined;
+  /** A wake that came while a pass was running: the next sleep is skipped. */
+  #woken = false;
+  #lastHeartbeat = Number.NEGATIVE_INFINITY;
+  #lastSweep = Number.NEGATIVE_INFINITY;
+
+  constructor(options: BatchRunnerOptions) {
+    // Each default applied per field: an option given as undefined keeps its default.
+    this.#options = {
+      store: options.store,
+      execute: options.execute,
+      logger: options.logger,
+      concurrency: options.concurrency ?? 8,
+      pollIntervalMs: options.pollIntervalMs ?? 250,
+      leaseMs: options.leaseMs ?? 10_000,
+      now: options.now ?? Date.now,
+      exclusive: options.exclusive ?? false,
+    };
+  }
+
+  async start(): Promise<void> {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    const { store, now } = this.#options;
+    await store.heartbeat(this.workerId, now());
+    this.#lastHeartbeat = now();
+    if (this.#options.exclusive) await store.forgetOtherWorkers(this.workerId);
+    this.#loop = this.#run();
+  }
+
+  /** Run a pass now (a batch was created or cancelled). */
+  wake(): void {
+    if (this.#wake === undefined) this.#woken = true;
+    else this.#wake();
+  }
+
+  /** Stops claiming lines and waits for those in flight to be recorded. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.wake();
+    await this.#loop;
+    await Promise.allSettled([...this.#inFlight]);
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      try {
+        await this.#pass();
+      } catch (error) {
+        this.#options.logger.warn({ err: { message: (error as Error).message } }, 'batch worker pass failed; retrying');
+      }
+      if (this.#stopped) break;
+      if (this.#woken) {
+        this.#woken = false;
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, this.#options.pollIntervalMs);
+        function done(): void {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.#wake = done;
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  async #pass(): Promise<void> {
+    const { store, now, leaseMs, logger } = this.#options;
+    if (now() - this.#lastHeartbeat >= leaseMs / 4) {
+      await store.heartbeat(this.workerId, now());
+      this.#lastHeartbeat = now();
+    }
+    if (now() - this.#lastSweep >= leaseMs / 4) {
+      const failed = await store.failOrphanedLines(now() - leaseMs, 500);
+      if (failed > 0) logger.warn({ lines: failed }, 'batch lines of a stopped worker marked failed (interrupted; not re-sent)');
+      this.#lastSweep = now();
+    }
+    while (!this.#stopped && (await store.validateNext(now())) !== undefined) {
+      // validate every waiting batch before claiming
+    }
+    await this.#fill();
+    await store.finalizeReady(now(), 10);
+  }
+
+  async #fill(): Promise<void> {
+    const { store, now, concurrency } = this.#options;
+    if (this.#stopped) return;
+    const lines = await store.claimLines(this.workerId, now(), concurrency - this.#inFlight.size);
+    for (const line of lines) {
+      const running = this.#runLine(line).finally(() => {
+        this.#inFlight.delete(running);
+        this.wake();
+      });
+      this.#inFlight.add(running);
+    }
+  }
+
+  async #runLine(line: ClaimedLine): Promise<void> {
+    const { store, execute, logger } = this.#options;
+    let execution: LineExecution;
+    try {
+      execution = await execute(line);
+    } catch (error) {
+      logger.error({ batch_id: line.batchId, line: line.lineNo, err: { message: (error as Error).message } }, 'batch line crashed');
+      execution = { notRun: true };
+    }
+    try {
+      if ('notRun' in execution) await store.releaseLine(this.workerId, line);
+      else await store.finishLine(this.workerId, line, execution);
+    } catch (error) {
+      // The claim stays `running`; when this worker stops, the line fails as interrupted.
+      logger.error({ batch_id: line.batchId, line: line.lineNo, err: { message: (error as Error).message } }, 'batch line outcome not recorded');
+    }
+  }
+}

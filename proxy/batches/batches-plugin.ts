@@ -1,0 +1,69 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { registerFileRoutes } from '../files/file-routes.ts';
+import { DEFAULT_MAX_FILE_BYTES } from '../files/gateway-file-upload.ts';
+import { SqlFileStore } from '../files/sql-file-store.ts';
+import { registerFineTuningRoutes } from '../fine-tuning/fine-tuning-routes.ts';
+import type { GatewayHost } from '../standalone-gateway.ts';
+import { injectLineExecutor } from './batch-line-executor.ts';
+import { registerBatchRoutes } from './batch-routes.ts';
+import { BatchRunner } from './batch-runner.ts';
+import { PostgresDriver } from './postgres-driver.ts';
+import { SqlBatchStore } from './sql-batch-store.ts';
+import type { SqlDriver } from './sql-driver.ts';
+import { SqliteDriver } from './sqlite-driver.ts';
+
+// Batches, files and fine-tuning as one gateway plugin: opens the store (SQLite file
+// standalone, PostgreSQL when replicas share the work), starts this process's batch worker
+// once the server is ready, and stops it (in-flight lines recorded) when the server closes.
+//
+//   startGateway({ …, plugins: [batchesPlugin({ store: { kind: 'sqlite', path: '.data/batches.sqlite' } })] })
+
+export type BatchStoreLocation = { readonly kind: 'sqlite'; readonly path: string } | { readonly kind: 'postgres'; readonly connectionString: string };
+
+export interface BatchesPluginOptions {
+  readonly store: BatchStoreLocation;
+  /** Lines in flight per process (default 8). */
+  readonly concurrency?: number;
+  /** A silent worker is presumed dead after this long and its in-flight lines fail (ms, default 10 000). */
+  readonly leaseMs?: number;
+  readonly pollIntervalMs?: number;
+  readonly maxFileBytes?: number;
+  readonly now?: () => number;
+}
+
+export function batchesPlugin(options: BatchesPluginOptions): (host: GatewayHost) => FastifyPluginAsync {
+  return (host) => async (app) => {
+    const driver = openDriver(options.store);
+    const batches = await SqlBatchStore.open(driver);
+    const files = new SqlFileStore(driver);
+    const now = options.now ?? Date.now;
+    const runner = new BatchRunner({
+      store: batches,
+      execute: injectLineExecutor(host),
+      logger: host.logger,
+      concurrency: options.concurrency,
+      leaseMs: options.leaseMs,
+      pollIntervalMs: options.pollIntervalMs,
+      // One SQLite file belongs to one process; PostgreSQL is shared by replicas.
+      exclusive: options.store.kind === 'sqlite',
+      now,
+    });
+    // Uploads are streamed by the file routes (to the store or the provider), never buffered.
+    app.addContentTypeParser('multipart/form-data', (_request, _payload, done) => done(null));
+    registerBatchRoutes(app, { batches, files, dispatcher: host.dispatcher, wake: () => runner.wake(), now });
+    registerFileRoutes(app, { files, dispatcher: host.dispatcher, now, maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES });
+    registerFineTuningRoutes(app, { dispatcher: host.dispatcher });
+    app.addHook('onReady', async () => {
+      await runner.start();
+      host.logger.info({ worker: runner.workerId, store: options.store.kind }, 'batch worker started');
+    });
+    app.addHook('onClose', async () => {
+      await runner.stop();
+      await batches.close();
+    });
+  };
+}
+
+function openDriver(location: BatchStoreLocation): SqlDriver {
+  return location.kind === 'sqlite' ? new SqliteDriver(location.path) : new PostgresDriver({ connectionString: location.connectionString });
+}

@@ -1,0 +1,80 @@
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import type { SqlDriver, SqlExecutor, SqlRow, SqlValue } from './sql-driver.ts';
+
+// node:sqlite behind the SqlDriver interface. The database API is synchronous, but a
+// transaction's work is async (it awaits the executor): a promise-chain mutex keeps every
+// other statement out while a transaction is open, so interleaved callers never run
+// inside someone else's transaction.
+
+const PLACEHOLDER = /\$(\d+)/g;
+
+export class SqliteDriver implements SqlDriver {
+  readonly dialect = 'sqlite' as const;
+  readonly #db: DatabaseSync;
+  readonly #statements = new Map<string, ReturnType<DatabaseSync['prepare']>>();
+  #lock: Promise<void> = Promise.resolve();
+
+  /** Opens (creating) the database file; WAL so readers never block the writer. */
+  constructor(path: string) {
+    this.#db = new DatabaseSync(path);
+    this.#db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;');
+  }
+
+  query(sql: string, params: readonly SqlValue[] = []): Promise<SqlRow[]> {
+    return this.#exclusive(async () => this.#run(sql, params));
+  }
+
+  exec(sql: string): Promise<void> {
+    return this.#exclusive(async () => {
+      this.#db.exec(sql);
+    });
+  }
+
+  transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    return this.#exclusive(async () => {
+      this.#db.exec('BEGIN IMMEDIATE');
+      let open = true;
+      const tx: SqlExecutor = {
+        query: async (sql, params = []) => {
+          if (!open) throw new Error('transaction is finished');
+          return this.#run(sql, params);
+        },
+      };
+      try {
+        const result = await work(tx);
+        this.#db.exec('COMMIT');
+        return result;
+      } catch (error) {
+        this.#db.exec('ROLLBACK');
+        throw error;
+      } finally {
+        open = false;
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.#exclusive(async () => {
+      this.#statements.clear();
+      if (this.#db.isOpen) this.#db.close();
+    });
+  }
+
+  #run(sql: string, params: readonly SqlValue[]): SqlRow[] {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql.replace(PLACEHOLDER, '?$1'));
+      this.#statements.set(sql, statement);
+    }
+    return statement.all(...(params as SQLInputValue[])) as SqlRow[];
+  }
+
+  #exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#lock.then(work);
+    this.#lock = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+}

@@ -157,6 +157,9 @@ async function serve(args: string[]): Promise<number> {
     metrics,
     requestSink: requestLogging?.sink,
     plugins: [batchesPluginOf(values, dataDir), ...(requestLogging === undefined ? [] : [requestLogging.routes])],
+  }).catch(async (error: unknown) => {
+    await requestLogging?.close(); // its PostgreSQL pool would hold the exit
+    throw error;
   });
   process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir})\n`);
 

@@ -1,0 +1,23 @@
+# aigateway: one image for the proxy (`serve`) and the operator (`operator`).
+# Node 24 runs the TypeScript sources directly (type stripping); no build step.
+#   docker build -t ghcr.io/aigateway/aigateway:0.1.0 .
+FROM node:24-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+FROM node:24-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY bin ./bin
+COPY proxy ./proxy
+COPY operator ./operator
+COPY crds ./crds
+# The image's `node` user (uid/gid 1000): never root. The chart also sets runAsNonRoot and a
+# read-only root filesystem; the gateway writes only to --data-dir and /tmp (volumes).
+USER 1000:1000
+EXPOSE 8787 8080 9090
+ENTRYPOINT ["node", "bin/aigateway.ts"]
+CMD ["serve", "--config", "/etc/aigateway/state/gateway.yaml", "--host", "0.0.0.0"]

@@ -1,0 +1,231 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { GatewayState } from '../../proxy/config/gateway-state.ts';
+import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { KubePolicyStore } from '../api/kube-policy-store.ts';
+import { startOperatorApi, type OperatorApi } from '../api/operator-api-server.ts';
+import { renderGatewayState, type RenderResult } from '../reconcile/render-gateway-state.ts';
+import { serializeRenderedState, type SerializedState } from '../reconcile/serialize-state.ts';
+import { KubeClient, isKubeApiError } from './kube-client.ts';
+import { LeaderElector } from './leader-election.ts';
+import { createOperatorMetrics, startMetricsServer, type OperatorMetrics } from './operator-metrics.ts';
+import { applyRenderedState, type OwnerReference } from './output-writer.ts';
+import { ResourceCache } from './resource-cache.ts';
+import { StatusWriter } from './status-writer.ts';
+import { WorkQueue } from './work-queue.ts';
+
+// The operator process: informers on every replica (they feed the control-plane API and
+// keep a warm cache), one leader (Lease) that renders the state into the ConfigMap and
+// Secret and writes statuses. Every change enqueues the single key "render"; the queue
+// collapses bursts and backs off on failure. A periodic resync re-applies the output, so a
+// hand-edited or deleted ConfigMap is restored.
+
+export interface OperatorOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly namespace: string;
+  readonly logger: Logger;
+  readonly identity: string;
+  readonly configMapName?: string;
+  readonly secretName?: string;
+  readonly leaseName?: string;
+  readonly leaseDurationMs?: number;
+  readonly renewDeadlineMs?: number;
+  readonly retryPeriodMs?: number;
+  readonly metricsPort?: number;
+  readonly metricsHost?: string;
+  readonly apiPort?: number;
+  readonly apiHost?: string;
+  readonly egressAllow?: readonly string[];
+  /** The operator's Deployment: owner of the output objects, so they are garbage-collected with it. */
+  readonly ownerDeployment?: string | undefined;
+  readonly relistIntervalMs?: number;
+  readonly resyncIntervalMs?: number;
+}
+
+export interface RunningOperator {
+  readonly apiUrl: string;
+  readonly metricsUrl: string;
+  readonly metrics: OperatorMetrics;
+  isLeader(): boolean;
+  /** Hash of the state this replica last applied (leader only). */
+  appliedHash(): string | undefined;
+  close(): Promise<void>;
+}
+
+const KEY = 'render';
+
+interface RenderView {
+  readonly result: RenderResult;
+  readonly serialized: SerializedState;
+  readonly state: GatewayState;
+}
+
+export async function startOperator(options: OperatorOptions): Promise<RunningOperator> {
+  const { logger, namespace } = options;
+  const client = new KubeClient({ kubeConfig: options.kubeConfig });
+  const metrics = createOperatorMetrics();
+  const target = {
+    namespace,
+    configMapName: options.configMapName ?? 'aigateway-state',
+    secretName: options.secretName ?? 'aigateway-credentials',
+    owner: await ownerOf(client, namespace, options.ownerDeployment, logger),
+  };
+  const egressAllow = options.egressAllow ?? [];
+  let view: RenderView | undefined;
+  let applied: string | undefined;
+  let closed = false;
+
+  /** Renders the cache; throws when the result would not load in the proxy (a bug guard). */
+  const render = (): RenderView => {
+    const result = renderGatewayState(cache.snapshot(egressAllow));
+    const serialized = serializeRenderedState(result);
+    const loaded = loadStateFromTexts({ state: serialized.stateYaml, credentials: serialized.credentialsYaml }, {});
+    if (!loaded.ok) throw new Error(`rendered state would be rejected by the proxy: ${loaded.errors.join('; ')}`);
+    return { result, serialized, state: loaded.state };
+  };
+
+  const statusWriter = new StatusWriter({ client, namespace, identity: options.identity });
+  const elector: LeaderElector = new LeaderElector({
+    client,
+    namespace,
+    name: options.leaseName ?? 'aigateway-operator',
+    identity: options.identity,
+    leaseDurationMs: options.leaseDurationMs,
+    renewDeadlineMs: options.renewDeadlineMs,
+    retryPeriodMs: options.retryPeriodMs,
+    logger,
+    onStartedLeading: () => {
+      metrics.isLeader.set(1);
+      applied = undefined;
+      queue.add(KEY);
+    },
+    onStoppedLeading: () => metrics.isLeader.set(0),
+  });
+
+  const reconcile = async (): Promise<void> => {
+    if (!elector.isLeader || closed) return;
+    if (!cache.synced) {
+      logger.info({ pending: cache.pending() }, 'waiting for informers before rendering');
+      queue.addAfter(KEY, 1_000);
+      return;
+    }
+    const stopTimer = metrics.reconcileDuration.startTimer();
+    let stage = 'render';
+    try {
+      view = render();
+      const { result, serialized } = view;
+      if (serialized.hash !== applied) {
+        stage = 'apply';
+        await applyRenderedState(client, target, serialized);
+        applied = serialized.hash;
+        logger.info({ config_hash: serialized.hash, configmap: target.configMapName }, 'rendered state applied');
+      }
+      stage = 'status';
+      const writes = await statusWriter.write(result.statuses, (status) => cache.get(status.kind, status.name));
+      metrics.statusWrites.inc(writes);
+      metrics.resources.reset();
+      for (const status of result.statuses) {
+        const ready = status.conditions.find((condition) => condition.type === 'Ready')?.status ?? 'Unknown';
+        metrics.resources.inc({ kind: status.kind, ready });
+      }
+      metrics.reconciles.inc({ result: 'success' });
+    } catch (error) {
+      metrics.reconciles.inc({ result: 'error' });
+      metrics.reconcileErrors.inc({ stage });
+      throw error;
+    } finally {
+      stopTimer();
+    }
+  };
+
+  const queue = new WorkQueue({
+    process: reconcile,
+    onDepth: (depth) => metrics.queueDepth.set(depth),
+    onError: (key, error, retryInMs) => logger.error({ key, err: { message: (error as Error).message }, retry_ms: retryInMs }, 'reconcile failed'),
+  });
+
+  let refreshScheduled = false;
+  const cache = new ResourceCache({
+    client,
+    namespace,
+    logger,
+    outputSecretName: target.secretName,
+    relistIntervalMs: options.relistIntervalMs,
+    onRelist: (informer, reason) => metrics.informerRelists.inc({ informer, reason }),
+    onChange: () => {
+      queue.add(KEY);
+      // Followers serve the API too: refresh their view once per burst of changes.
+      if (refreshScheduled) return;
+      refreshScheduled = true;
+      setImmediate(() => {
+        refreshScheduled = false;
+        if (!cache.synced) return;
+        try {
+          view = render();
+        } catch (error) {
+          logger.error({ err: { message: (error as Error).message } }, 'render failed');
+        }
+      });
+    },
+  });
+
+  const policyStore = new KubePolicyStore({ client, namespace, resources: () => cache.resources('RateLimitPolicy') });
+  let api: OperatorApi | undefined;
+  let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
+  try {
+    metricsServer = await startMetricsServer(metrics, () => cache.synced, options.metricsPort ?? 9090, options.metricsHost ?? '0.0.0.0');
+    api = await startOperatorApi({
+      currentState: () => (cache.synced ? view?.state : undefined),
+      policyStore,
+      statePolicies: () => policyStore.statePolicies(),
+      logger,
+      port: options.apiPort ?? 8080,
+      host: options.apiHost ?? '0.0.0.0',
+    });
+  } catch (error) {
+    metricsServer?.server.close();
+    await client.close();
+    throw error;
+  }
+
+  cache.start();
+  elector.start();
+  const resync = setInterval(() => {
+    applied = undefined;
+    queue.add(KEY);
+  }, options.resyncIntervalMs ?? 60_000);
+  resync.unref();
+  logger.info({ namespace, identity: options.identity, api: api.url, metrics: metricsServer.url }, 'aigateway operator started');
+
+  const runningApi = api;
+  const runningMetrics = metricsServer;
+  return {
+    apiUrl: runningApi.url,
+    metricsUrl: runningMetrics.url,
+    metrics,
+    isLeader: () => elector.isLeader,
+    appliedHash: () => applied,
+    async close() {
+      closed = true;
+      clearInterval(resync);
+      await queue.stop();
+      await elector.stop();
+      await cache.stop();
+      await runningApi.close();
+      await new Promise<void>((resolve) => runningMetrics.server.close(() => resolve()));
+      await client.close();
+    },
+  };
+}
+
+async function ownerOf(client: KubeClient, namespace: string, deployment: string | undefined, logger: Logger): Promise<OwnerReference | undefined> {
+  if (deployment === undefined || deployment === '') return undefined;
+  try {
+    const found = await client.request<{ metadata: { uid: string } }>('GET', `/apis/apps/v1/namespaces/${namespace}/deployments/${deployment}`);
+    return { apiVersion: 'apps/v1', kind: 'Deployment', name: deployment, uid: found.metadata.uid };
+  } catch (error) {
+    const reason = isKubeApiError(error) ? `${error.status} ${error.reason ?? ''}` : (error as Error).message;
+    logger.warn({ deployment, reason }, 'owner Deployment not found; the rendered ConfigMap and Secret will not be garbage-collected with it');
+    return undefined;
+  }
+}

@@ -1,0 +1,252 @@
+import { createHash } from 'node:crypto';
+import type { z } from 'zod';
+import { parseRoutingConfig } from '../../proxy/config/routing-config-validation.ts';
+import type { ApiKeyEntrySchema, ProviderEntrySchema } from '../../proxy/config/state-schema.ts';
+import type { PromptEntrySchema } from '../../proxy/prompts/prompt-schema.ts';
+import type { RateLimitPolicySchema } from '../../proxy/ratelimit/policy-schema.ts';
+import { configReferences } from './config-references.ts';
+import {
+  GatewayApiKeySpecSchema,
+  GuardrailSpecSchema,
+  PromptSpecSchema,
+  PROVIDER_OPTION_CREDENTIAL_KEYS,
+  ProviderSpecSchema,
+  RateLimitPolicySpecSchema,
+  type KindName,
+  type SecretKeyRef,
+} from './resource-schemas.ts';
+import type { CustomResource, DesiredCondition, GatewayResources, RenderedStatus, SecretResource } from './resource-types.ts';
+
+// renderGatewayState: the custom resources of one namespace → the gateway state document
+// (the ConfigMap), the credentials document (the Secret) and the status of every resource.
+// Pure. A resource that is invalid or whose Secret is missing is left out and reported in
+// its status; it never breaks the rest, and the output always loads in the proxy.
+
+export const LAST_UPDATED_ANNOTATION = 'aigateway.dev/last-updated-at';
+
+export interface RenderedStateDocument {
+  apiKeys: Array<z.input<typeof ApiKeyEntrySchema>>;
+  providers: Array<z.input<typeof ProviderEntrySchema>>;
+  configs: Array<{ id: string; config: unknown }>;
+  prompts: Array<z.input<typeof PromptEntrySchema>>;
+  guardrails: Array<{ id: string; [key: string]: unknown }>;
+  rateLimitPolicies: Array<z.input<typeof RateLimitPolicySchema>>;
+  egress: { allow: string[] };
+}
+
+export interface RenderedCredentials {
+  providers: Record<string, { apiKey: string }>;
+  apiKeys: Record<string, { key?: string; keyHash?: string }>;
+}
+
+export interface RenderResult {
+  state: RenderedStateDocument;
+  credentials: RenderedCredentials;
+  statuses: RenderedStatus[];
+}
+
+type Verdict = { ok: true } | { ok: false; reason: string; message: string };
+const OK: Verdict = { ok: true };
+
+const SLUG = /^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$/;
+const MIN_KEY_LENGTH = 8;
+
+/**
+ * Renders the gateway state of one namespace.
+ *
+ * @example const { state, credentials, statuses } = renderGatewayState({ resources, secrets });
+ */
+export function renderGatewayState(input: GatewayResources): RenderResult {
+  const secrets = new Map(input.secrets.map((secret) => [secret.metadata.name, secret]));
+  const state: RenderedStateDocument = {
+    apiKeys: [],
+    providers: [],
+    configs: [],
+    prompts: [],
+    guardrails: [],
+    rateLimitPolicies: [],
+    egress: { allow: [...(input.egressAllow ?? [])] },
+  };
+  const credentials: RenderedCredentials = { providers: {}, apiKeys: {} };
+  const statuses: RenderedStatus[] = [];
+  const report = (kind: KindName, resource: CustomResource, accepted: Verdict, resolved: Verdict, rendered: boolean): void => {
+    statuses.push(statusOf(kind, resource, accepted, resolved, rendered));
+  };
+
+  // Providers first: configs are checked against what was rendered.
+  const virtualKeys = new Map<string, string>();
+  for (const resource of byPrecedence(input.resources.Provider)) {
+    const name = resource.metadata.name;
+    const parsed = ProviderSpecSchema.safeParse(resource.spec);
+    let accepted: Verdict = parsed.success ? OK : invalidSpec(parsed.error);
+    if (accepted.ok && !SLUG.test(name)) accepted = fail('InvalidName', `"${name}" is not a provider slug (letters, digits, ".", "_", "-"; at most 63).`);
+    const options = parsed.success ? (parsed.data.options ?? {}) : {};
+    const inline = PROVIDER_OPTION_CREDENTIAL_KEYS.filter((key) => key in options);
+    if (accepted.ok && inline.length > 0) accepted = fail('InlineCredentials', `options.${inline.join(', options.')} must not be inline; use apiKeySecretRef.`);
+    const virtualKey = parsed.success ? parsed.data.virtualKey : undefined;
+    const owner = virtualKey === undefined ? undefined : virtualKeys.get(virtualKey);
+    if (accepted.ok && owner !== undefined) accepted = fail('DuplicateVirtualKey', `virtualKey "${virtualKey}" is already used by Provider "${owner}".`);
+    const ref = parsed.success ? parsed.data.apiKeySecretRef : undefined;
+    const secret = ref === undefined ? undefined : readSecretKey(secrets, ref);
+    const resolved: Verdict = secret === undefined || secret.ok ? OK : secret;
+    const rendered = accepted.ok && resolved.ok && parsed.success;
+    if (rendered) {
+      const { apiKeySecretRef: _ref, ...entry } = parsed.data;
+      state.providers.push({ slug: name, ...entry });
+      if (secret?.ok === true) credentials.providers[name] = { apiKey: secret.value };
+      if (virtualKey !== undefined) virtualKeys.set(virtualKey, name);
+    }
+    report('Provider', resource, accepted, resolved, rendered);
+  }
+
+  for (const resource of byPrecedence(input.resources.Prompt)) {
+    const parsed = PromptSpecSchema.safeParse(resource.spec);
+    if (parsed.success) state.prompts.push({ id: resource.metadata.name, ...parsed.data });
+    report('Prompt', resource, parsed.success ? OK : invalidSpec(parsed.error), OK, parsed.success);
+  }
+
+  for (const resource of byPrecedence(input.resources.Guardrail)) {
+    const parsed = GuardrailSpecSchema.safeParse(resource.spec);
+    if (parsed.success) state.guardrails.push({ id: resource.metadata.name, ...parsed.data });
+    report('Guardrail', resource, parsed.success ? OK : invalidSpec(parsed.error), OK, parsed.success);
+  }
+
+  for (const resource of byPrecedence(input.resources.RateLimitPolicy)) {
+    const parsed = RateLimitPolicySpecSchema.safeParse(resource.spec);
+    if (parsed.success) {
+      const lastUpdated = resource.metadata.annotations?.[LAST_UPDATED_ANNOTATION] ?? resource.metadata.creationTimestamp;
+      state.rateLimitPolicies.push({
+        id: resource.metadata.name,
+        ...parsed.data,
+        ...(resource.metadata.creationTimestamp === undefined ? {} : { created_at: resource.metadata.creationTimestamp }),
+        ...(lastUpdated === undefined ? {} : { last_updated_at: lastUpdated }),
+      });
+    }
+    report('RateLimitPolicy', resource, parsed.success ? OK : invalidSpec(parsed.error), OK, parsed.success);
+  }
+
+  const keyOwners = new Map<string, string>();
+  for (const resource of byPrecedence(input.resources.GatewayAPIKey)) {
+    const name = resource.metadata.name;
+    const parsed = GatewayApiKeySpecSchema.safeParse(resource.spec);
+    let accepted: Verdict = parsed.success ? OK : invalidSpec(parsed.error);
+    if (parsed.success && (parsed.data.keyHash === undefined) === (parsed.data.keySecretRef === undefined)) {
+      accepted = fail('InvalidSpec', 'Exactly one of keySecretRef and keyHash is required.');
+    }
+    let resolved: Verdict = OK;
+    let digest: string | undefined = parsed.success ? parsed.data.keyHash?.slice('sha256:'.length).toLowerCase() : undefined;
+    if (accepted.ok && parsed.success && parsed.data.keySecretRef !== undefined) {
+      const secret = readSecretKey(secrets, parsed.data.keySecretRef);
+      if (!secret.ok) resolved = secret;
+      else if (secret.value.length < MIN_KEY_LENGTH) resolved = fail('InvalidSecretValue', `The key in Secret "${parsed.data.keySecretRef.name}" is shorter than ${MIN_KEY_LENGTH} characters.`);
+      else digest = createHash('sha256').update(secret.value).digest('hex');
+    }
+    const owner = digest === undefined ? undefined : keyOwners.get(digest);
+    if (accepted.ok && resolved.ok && owner !== undefined) accepted = fail('DuplicateKey', `The same key is already used by GatewayAPIKey "${owner}".`);
+    const rendered = accepted.ok && resolved.ok && parsed.success && digest !== undefined;
+    if (rendered && parsed.success && digest !== undefined) {
+      // Only the hash is rendered: neither the ConfigMap nor the Secret holds a gateway key.
+      const { keySecretRef: _ref, keyHash: _hash, ...rest } = parsed.data;
+      state.apiKeys.push({ id: name, keyHash: `sha256:${digest}`, ...rest });
+      keyOwners.set(digest, name);
+    }
+    report('GatewayAPIKey', resource, accepted, resolved, rendered);
+  }
+
+  // Configs last: their references are checked against what was rendered above.
+  const renderedProviders = new Set(state.providers.map((provider) => provider.slug));
+  const renderedPrompts = new Set(state.prompts.map((prompt) => prompt.id));
+  const renderedGuardrails = new Set(state.guardrails.map((guardrail) => guardrail.id));
+  for (const resource of byPrecedence(input.resources.GatewayConfig)) {
+    const references = configReferences(resource.spec);
+    let accepted: Verdict = OK;
+    if (references.inlineCredentials.length > 0) {
+      accepted = fail('InlineCredentials', `${references.inlineCredentials.join(', ')} must not be inline: use a Provider with apiKeySecretRef and "@<provider>".`);
+    } else {
+      const parsed = parseRoutingConfig(resource.spec);
+      if (!parsed.success) accepted = fail('InvalidConfig', parsed.issues.join('; '));
+    }
+    const missing: Array<[string, string]> = [
+      ...references.providerSlugs.filter((slug) => !renderedProviders.has(slug)).map((slug): [string, string] => ['ProviderNotFound', `provider "@${slug}"`]),
+      ...references.virtualKeys
+        .filter((key) => !virtualKeys.has(key) && !renderedProviders.has(key))
+        .map((key): [string, string] => ['ProviderNotFound', `virtual key "${key}"`]),
+      ...references.promptIds.filter((id) => !renderedPrompts.has(id)).map((id): [string, string] => ['PromptNotFound', `prompt "${id}"`]),
+      ...references.guardrailIds.filter((id) => !renderedGuardrails.has(id)).map((id): [string, string] => ['GuardrailNotFound', `guardrail "${id}"`]),
+    ];
+    const firstMissing = missing[0];
+    const resolved: Verdict =
+      firstMissing === undefined
+        ? OK
+        : fail(firstMissing[0], `Not found or not ready: ${missing.map(([, what]) => what).join(', ')}. The config is served; targets using them fail until they exist.`);
+    // Served even with unresolved references: the other targets (e.g. a fallback) keep working.
+    if (accepted.ok) state.configs.push({ id: resource.metadata.name, config: resource.spec });
+    report('GatewayConfig', resource, accepted, resolved, accepted.ok);
+  }
+
+  for (const list of [state.apiKeys, state.configs, state.prompts, state.guardrails, state.rateLimitPolicies]) {
+    list.sort((a, b) => compareStrings(a.id, b.id));
+  }
+  state.providers.sort((a, b) => compareStrings(a.slug, b.slug));
+  statuses.sort((a, b) => compareStrings(`${a.kind}/${a.name}`, `${b.kind}/${b.name}`));
+  return { state, credentials, statuses };
+}
+
+function statusOf(kind: KindName, resource: CustomResource, accepted: Verdict, resolved: Verdict, rendered: boolean): RenderedStatus {
+  const conditions: DesiredCondition[] = [
+    accepted.ok
+      ? { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'The spec is valid.' }
+      : { type: 'Accepted', status: 'False', reason: accepted.reason, message: accepted.message },
+    resolved.ok
+      ? { type: 'ResolvedRefs', status: 'True', reason: 'ResolvedRefs', message: 'Every reference resolved.' }
+      : { type: 'ResolvedRefs', status: 'False', reason: resolved.reason, message: resolved.message },
+  ];
+  const failing = !accepted.ok ? accepted : !resolved.ok ? resolved : undefined;
+  conditions.push(
+    failing === undefined
+      ? { type: 'Ready', status: 'True', reason: 'Rendered', message: 'Part of the rendered gateway state.' }
+      : {
+          type: 'Ready',
+          status: 'False',
+          reason: failing.reason,
+          message: rendered ? `Rendered with problems: ${failing.message}` : `Left out of the gateway state: ${failing.message}`,
+        },
+  );
+  return { kind, name: resource.metadata.name, uid: resource.metadata.uid, generation: resource.metadata.generation ?? 0, conditions, rendered };
+}
+
+/** A Secret key's value, or why it cannot be read. Values are UTF-8; a trailing newline is dropped. */
+function readSecretKey(
+  secrets: ReadonlyMap<string, SecretResource>,
+  ref: SecretKeyRef,
+): { ok: true; value: string } | { ok: false; reason: string; message: string } {
+  const secret = secrets.get(ref.name);
+  if (secret === undefined) return { ok: false, reason: 'SecretNotFound', message: `Secret "${ref.name}" not found.` };
+  const encoded = secret.data?.[ref.key];
+  if (encoded === undefined) return { ok: false, reason: 'SecretKeyNotFound', message: `Secret "${ref.name}" has no key "${ref.key}".` };
+  const value = Buffer.from(encoded, 'base64').toString('utf8').replace(/\r?\n$/, '');
+  if (value === '') return { ok: false, reason: 'InvalidSecretValue', message: `Secret "${ref.name}" key "${ref.key}" is empty.` };
+  return { ok: true, value };
+}
+
+function fail(reason: string, message: string): Verdict {
+  return { ok: false, reason, message };
+}
+
+function invalidSpec(error: z.ZodError): Verdict {
+  const issues = error.issues.map((issue) => `${['spec', ...issue.path.map(String)].join('.')}: ${issue.message}`);
+  return fail('InvalidSpec', issues.join('; '));
+}
+
+/** Oldest first (then by name): when two resources claim the same key, the older one keeps it. */
+function byPrecedence(resources: readonly CustomResource[]): CustomResource[] {
+  return [...resources].sort(
+    (a, b) =>
+      compareStrings(a.metadata.creationTimestamp ?? '', b.metadata.creationTimestamp ?? '') ||
+      compareStrings(a.metadata.name, b.metadata.name),
+  );
+}
+
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

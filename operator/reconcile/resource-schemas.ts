@@ -1,0 +1,180 @@
+import { z } from 'zod';
+import {
+  DenyingHookOutcomeSchema,
+  HookCheckSchema,
+} from '../../proxy/config/routing-config-hooks-schema.ts';
+import { RoutingConfigSchema } from '../../proxy/config/routing-config-schema.ts';
+import { ApiKeyEntrySchema, ProviderEntrySchema } from '../../proxy/config/state-schema.ts';
+import { PromptEntrySchema } from '../../proxy/prompts/prompt-schema.ts';
+import { RateLimitPolicySchema } from '../../proxy/ratelimit/policy-schema.ts';
+
+// The `spec` of each custom resource, derived from the state file's entry schemas
+// (DESIGN.md §4): an entry minus its id (the resource's metadata.name is the id) and with
+// credentials replaced by Secret references. These schemas are the single source of the
+// CRDs (operator/crds/generate-crds.ts) and of the renderer's validation.
+
+export const API_GROUP = 'aigateway.dev';
+export const API_VERSION = 'v1alpha1';
+export const GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
+
+/** A key of a Secret in the operator's namespace. */
+export const SecretKeyRefSchema = z
+  .strictObject({
+    name: z.string().min(1).max(253).describe('Name of a Secret in the same namespace.'),
+    key: z.string().min(1).max(253).describe('Key inside the Secret.'),
+  })
+  .describe('A key of a Secret in the same namespace.');
+
+export type SecretKeyRef = z.infer<typeof SecretKeyRefSchema>;
+
+/**
+ * Keys of the routing config that carry credentials. A GatewayConfig never holds them
+ * (use a Provider with `apiKeySecretRef` and `provider: "@slug"`); the CRD omits them and
+ * the renderer rejects a resource that has them at any depth.
+ */
+export const ROUTING_CREDENTIAL_KEYS: readonly string[] = Object.freeze([
+  'api_key',
+  'Authorization',
+  'cloudB_service_account_json',
+  'cloudC_access_key_id',
+  'cloudC_secret_access_key',
+  'cloudC_session_token',
+]);
+
+/** GatewayConfig: the spec is the gateway's routing Config object itself. */
+export const GatewayConfigSpecSchema = RoutingConfigSchema;
+
+/** Provider options that are credentials; they belong in a Secret, never in a CR. */
+export const PROVIDER_OPTION_CREDENTIAL_KEYS: readonly string[] = Object.freeze([
+  'secretAccessKey',
+  'sessionToken',
+  'serviceAccountJson',
+  'apiKey',
+]);
+
+export const ProviderSpecSchema = ProviderEntrySchema.omit({ slug: true, apiKey: true }).extend({
+  apiKeySecretRef: SecretKeyRefSchema.optional().describe('The provider credential (sent as its API key).'),
+});
+
+export const RateLimitPolicySpecSchema = RateLimitPolicySchema.omit({
+  id: true,
+  created_at: true,
+  last_updated_at: true,
+});
+
+export const PromptSpecSchema = PromptEntrySchema.omit({ id: true });
+
+/** Guardrail: its checks and what happens on failure; open for the guardrail engine's keys. */
+export const GuardrailSpecSchema = z.looseObject({
+  checks: z.array(HookCheckSchema).min(1),
+  deny: z.boolean().optional(),
+  async: z.boolean().optional(),
+  sequential: z.boolean().optional(),
+  fail_on_error: z.boolean().optional(),
+  on_fail: DenyingHookOutcomeSchema.optional(),
+  on_success: DenyingHookOutcomeSchema.optional(),
+});
+
+const apiKeyShape = ApiKeyEntrySchema.shape;
+
+/** GatewayAPIKey: exactly one of keySecretRef and keyHash (checked by the renderer). */
+export const GatewayApiKeySpecSchema = z.strictObject({
+  workspace: apiKeyShape.workspace,
+  organisation: apiKeyShape.organisation,
+  scopes: apiKeyShape.scopes,
+  keyHash: apiKeyShape.keyHash.describe('sha256:<64 hex digits> of the key.'),
+  keySecretRef: SecretKeyRefSchema.optional().describe('The key itself, read from a Secret (hashed by the operator).'),
+});
+
+export const CONDITION_TYPES = ['Accepted', 'ResolvedRefs', 'Ready'] as const;
+export type ConditionType = (typeof CONDITION_TYPES)[number];
+
+export const ConditionSchema = z.strictObject({
+  type: z.string().min(1).max(316),
+  status: z.enum(['True', 'False', 'Unknown']),
+  observedGeneration: z.int().min(0).optional(),
+  lastTransitionTime: z.string().describe('RFC 3339 time of the last status change.'),
+  reason: z.string().min(1).max(1024).regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/),
+  message: z.string().max(32768),
+});
+
+export type Condition = z.infer<typeof ConditionSchema>;
+
+export const ResourceStatusSchema = z.strictObject({
+  observedGeneration: z.int().min(0).optional(),
+  conditions: z.array(ConditionSchema).optional(),
+});
+
+export type ResourceStatus = z.infer<typeof ResourceStatusSchema>;
+
+/** The six kinds, with the spec schema each one is generated from and validated by. */
+export interface ResourceKind {
+  readonly kind: string;
+  readonly plural: string;
+  readonly singular: string;
+  readonly shortName: string;
+  /** Key of the rendered state this kind feeds. */
+  readonly stateKey: 'configs' | 'providers' | 'rateLimitPolicies' | 'prompts' | 'guardrails' | 'apiKeys';
+  readonly spec: z.ZodType;
+  readonly description: string;
+}
+
+export const RESOURCE_KINDS = {
+  GatewayConfig: {
+    kind: 'GatewayConfig',
+    plural: 'gatewayconfigs',
+    singular: 'gatewayconfig',
+    shortName: 'aigwc',
+    stateKey: 'configs',
+    spec: GatewayConfigSpecSchema,
+    description: 'A saved routing config, used by its name in x-gateway-config.',
+  },
+  Provider: {
+    kind: 'Provider',
+    plural: 'providers',
+    singular: 'provider',
+    shortName: 'aigwp',
+    stateKey: 'providers',
+    spec: ProviderSpecSchema,
+    description: 'A saved provider, used as "@<name>" or by its virtual key; credentials come from a Secret.',
+  },
+  RateLimitPolicy: {
+    kind: 'RateLimitPolicy',
+    plural: 'ratelimitpolicies',
+    singular: 'ratelimitpolicy',
+    shortName: 'aigwrl',
+    stateKey: 'rateLimitPolicies',
+    spec: RateLimitPolicySpecSchema,
+    description: 'A rate-limit policy (requests or tokens per minute, hour or day).',
+  },
+  Prompt: {
+    kind: 'Prompt',
+    plural: 'prompts',
+    singular: 'prompt',
+    shortName: 'aigwpr',
+    stateKey: 'prompts',
+    spec: PromptSpecSchema,
+    description: 'A stored prompt: Mustache message templates, model and default parameters.',
+  },
+  Guardrail: {
+    kind: 'Guardrail',
+    plural: 'guardrails',
+    singular: 'guardrail',
+    shortName: 'aigwg',
+    stateKey: 'guardrails',
+    spec: GuardrailSpecSchema,
+    description: 'A saved guardrail, referenced by name in input_guardrails / output_guardrails.',
+  },
+  GatewayAPIKey: {
+    kind: 'GatewayAPIKey',
+    plural: 'gatewayapikeys',
+    singular: 'gatewayapikey',
+    shortName: 'aigwk',
+    stateKey: 'apiKeys',
+    spec: GatewayApiKeySpecSchema,
+    description: 'A gateway API key: workspace, organisation, scopes; the key from a Secret or its sha256 hash.',
+  },
+} as const satisfies Record<string, ResourceKind>;
+
+export type KindName = keyof typeof RESOURCE_KINDS;
+export const KIND_NAMES = Object.keys(RESOURCE_KINDS) as KindName[];

@@ -1,0 +1,73 @@
+// The chart's dashboard names only metrics the code exports, and the examples/ render to
+// Ready resources with a state the proxy loads (no cluster needed).
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { loadAll } from 'js-yaml';
+import { createOperatorMetrics } from '../../operator/k8s/operator-metrics.ts';
+import { renderGatewayState } from '../../operator/reconcile/render-gateway-state.ts';
+import { KIND_NAMES, type KindName } from '../../operator/reconcile/resource-schemas.ts';
+import { emptyResources, type CustomResource, type SecretResource } from '../../operator/reconcile/resource-types.ts';
+import { serializeRenderedState } from '../../operator/reconcile/serialize-state.ts';
+import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { createGatewayMetrics } from '../../proxy/observability/gateway-metrics.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+async function exportedMetricNames(): Promise<Set<string>> {
+  const names = new Set<string>();
+  for (const registry of [createGatewayMetrics({ defaultMetrics: false }).registry, createOperatorMetrics({ defaultMetrics: false }).registry]) {
+    for (const metric of await registry.getMetricsAsJSON()) names.add(metric.name);
+  }
+  return names;
+}
+
+describe('Helm chart dashboard', () => {
+  test('every metric the dashboard queries is exported by the proxy or the operator', async () => {
+    const dashboard = readFileSync(join(ROOT, 'charts', 'aigateway', 'dashboards', 'aigateway.json'), 'utf8');
+    const parsed = JSON.parse(dashboard) as { panels: Array<{ targets: Array<{ expr: string }> }> };
+    const queried = new Set<string>();
+    for (const panel of parsed.panels) {
+      for (const target of panel.targets) {
+        for (const match of target.expr.matchAll(/\b(aigateway_[a-z0-9_]+|gen_ai_[a-z0-9_]+)\b/g)) {
+          queried.add((match[1] ?? '').replace(/_(bucket|sum|count)$/, ''));
+        }
+      }
+    }
+    assert.ok(queried.size >= 5);
+    const exported = await exportedMetricNames();
+    assert.deepEqual([...queried].filter((name) => !exported.has(name)), []);
+  });
+});
+
+describe('examples/', () => {
+  test('every example is a valid resource that renders Ready, and the state loads in the proxy', () => {
+    const resources = emptyResources();
+    const secrets: SecretResource[] = [];
+    const directory = join(ROOT, 'examples');
+    for (const file of readdirSync(directory).filter((name) => name.endsWith('.yaml'))) {
+      for (const document of loadAll(readFileSync(join(directory, file), 'utf8')) as Array<Record<string, unknown> | null>) {
+        if (document === null) continue;
+        const metadata = document['metadata'] as { name: string };
+        if (document['kind'] === 'Secret') {
+          const values = document['stringData'] as Record<string, string>;
+          secrets.push({ metadata, data: Object.fromEntries(Object.entries(values).map(([key, value]) => [key, Buffer.from(value).toString('base64')])) });
+          continue;
+        }
+        assert.equal(document['apiVersion'], 'aigateway.dev/v1alpha1', file);
+        assert.ok(KIND_NAMES.includes(document['kind'] as KindName), `${file}: ${String(document['kind'])}`);
+        resources[document['kind'] as KindName].push({ metadata: { ...metadata, generation: 1 }, spec: document['spec'] } satisfies CustomResource);
+      }
+    }
+    for (const kind of KIND_NAMES) assert.ok(resources[kind].length > 0, `no ${kind} example`);
+    const result = renderGatewayState({ resources, secrets });
+    for (const status of result.statuses) {
+      const ready = status.conditions.find((condition) => condition.type === 'Ready');
+      assert.equal(ready?.status, 'True', `${status.kind}/${status.name}: ${ready?.message}`);
+    }
+    const texts = serializeRenderedState(result);
+    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {});
+    assert.ok(loaded.ok, loaded.ok ? '' : loaded.errors.join('; '));
+  });
+});

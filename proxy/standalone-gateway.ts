@@ -208,6 +208,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       routing,
       rateLimiter,
       dynamicPolicies: () => policyStore.snapshot(),
+      guardrails: { metrics, logger, dispatcher },
       get cache() {
         return responseCache;
       },

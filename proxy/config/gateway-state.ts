@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { compileRoutingPlan, PlanCompileError, type PlanNode } from '../routing/routing-plan.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
 import { parseRoutingConfig, formatConfigIssues } from './routing-config-validation.ts';
+import type { GuardrailEntry } from '../guardrails/guardrail-schema.ts';
 import type { PromptEntry } from '../prompts/prompt-schema.ts';
 import { compileEgressPolicy, type EgressPolicy } from '../upstream/egress-policy.ts';
 import type { CredentialsDocument, GatewayStateDocument, ProviderEntry } from './state-schema.ts';
@@ -40,6 +41,8 @@ export interface GatewayState {
   /** Saved configs that failed validation: id → issues. They answer 400; the rest serve. */
   readonly invalidConfigs: ReadonlyMap<string, readonly string[]>;
   readonly prompts: ReadonlyMap<string, PromptEntry>;
+  /** Saved guardrails, referenced by string id in input_guardrails / output_guardrails. */
+  readonly guardrails: ReadonlyMap<string, GuardrailEntry>;
   /** Where custom hosts may point (compiled `egress.allow`). */
   readonly egress: EgressPolicy;
   readonly document: Readonly<GatewayStateDocument>;
@@ -127,6 +130,11 @@ export function buildGatewayState(
     if (prompts.has(prompt.id)) errors.push(`prompts[${index}].id: duplicate id "${prompt.id}"`);
     prompts.set(prompt.id, prompt);
   });
+  const guardrails = new Map<string, GuardrailEntry>();
+  document.guardrails.forEach((guardrail, index) => {
+    if (guardrails.has(guardrail.id)) errors.push(`guardrails[${index}].id: duplicate id "${guardrail.id}"`);
+    guardrails.set(guardrail.id, guardrail);
+  });
   const policyIds = new Set<string>();
   document.rateLimitPolicies.forEach((policy, index) => {
     if (policyIds.has(policy.id)) errors.push(`rateLimitPolicies[${index}].id: duplicate id "${policy.id}"`);
@@ -142,6 +150,7 @@ export function buildGatewayState(
     configs,
     invalidConfigs,
     prompts,
+    guardrails,
     egress: compileEgressPolicy(document.egress.allow),
     document,
   };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GuardrailEntrySchema } from '../guardrails/guardrail-schema.ts';
 import { PromptEntrySchema } from '../prompts/prompt-schema.ts';
 import { RateLimitPolicySchema } from '../ratelimit/policy-schema.ts';
 
@@ -42,9 +43,6 @@ export const SavedConfigEntrySchema = z.strictObject({
   config: z.unknown(),
 });
 
-// Guardrails own the shape of their entries (the guardrail engine defines them).
-const IdentifiedEntrySchema = z.looseObject({ id: z.string().min(1) });
-
 export const EgressSchema = z.strictObject({
   allow: z.array(z.string().min(1)).default([]),
 });
@@ -61,7 +59,7 @@ export const GatewayStateSchema = z.strictObject({
   providers: z.array(ProviderEntrySchema).default([]),
   configs: z.array(SavedConfigEntrySchema).default([]),
   prompts: z.array(PromptEntrySchema).default([]),
-  guardrails: z.array(IdentifiedEntrySchema).default([]),
+  guardrails: z.array(GuardrailEntrySchema).default([]),
   rateLimitPolicies: z.array(RateLimitPolicySchema).default([]),
   egress: EgressSchema.default({ allow: [] }),
   cache: CacheSettingsSchema.default({}),

@@ -12,6 +12,24 @@ import { selectRoute } from '../routing/select-route.ts';
 import { validateRequestBody, type InferenceEndpoint } from './body-validation.ts';
 import { relayResponse } from './relay-response.ts';
 import type { ResponseCache } from '../cache/response-cache.ts';
+import { StreamAssembler } from '../cache/stream-assembler.ts';
+import type { HookContext } from '../guardrails/run-hooks.ts';
+import {
+  deniedBody,
+  GUARDRAIL_DENIED_STATUS,
+  GUARDRAIL_FAILED_STATUS,
+  GuardedStreamTail,
+  guardrailsOf,
+  hookResultsOf,
+  logAsync,
+  runAfterHooks,
+  runInput,
+  runOptionsOf,
+  verdictOf,
+  type CompiledGuardrails,
+  type GuardrailRuntime,
+  type HooksOutcome,
+} from './guardrail-flow.ts';
 import { cacheObserver, cacheRequestOf, countLookup, replyFromCache, type CacheFlow } from './response-caching.ts';
 
 // POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses: one handler,
@@ -35,6 +53,8 @@ export interface InferenceDeps {
   readonly dynamicPolicies: () => readonly RateLimitPolicy[];
   /** The response cache; undefined disables caching whatever configs say. */
   readonly cache: ResponseCache | undefined;
+  /** What hooks and guardrails need: metrics, the log (async results), the egress-guarded agent. */
+  readonly guardrails: GuardrailRuntime;
 }
 
 export function registerInferenceRoutes(app: FastifyInstance, deps: InferenceDeps): void {
@@ -92,6 +112,23 @@ async function handleInference(
       controller.abort();
     }
   });
+  // Input guardrails run before the cache and routing: a deny never reaches a provider.
+  const guards = guardrailsOf(selection.plan.settings, context.state);
+  const guardOptions = guards.empty ? undefined : runOptionsOf(deps.guardrails);
+  const hookContext = { endpoint, metadata: context.metadata, model: context.model };
+  const before = guardOptions === undefined ? undefined : await runInput(guards, { ...hookContext, requestBody: body }, guardOptions);
+  logAsync(before, deps.guardrails.logger, context.traceId);
+  if (before !== undefined) {
+    context.guardrailVerdict = verdictOf(before, undefined);
+    if (before.denied) {
+      return reply.code(GUARDRAIL_DENIED_STATUS).header('content-type', 'application/json; charset=utf-8').send(deniedBody('input', hookResultsOf(before, undefined)));
+    }
+    if (before.requestBody !== undefined) {
+      body = before.requestBody;
+      rawBody = Buffer.from(JSON.stringify(body));
+    }
+  }
+
   let cacheFlow: CacheFlow | undefined;
   const cacheRequest = deps.cache === undefined ? undefined : cacheRequestOf(selection.plan, selection.configId, context.state, endpoint, body, request.headers, context.metadata);
   if (deps.cache !== undefined && cacheRequest !== undefined) {
@@ -137,7 +174,12 @@ async function handleInference(
   if (result.kind === 'error') throw result.error;
   const model = result.requestBody['model'];
   if (typeof model === 'string') context.model = model;
+  const outputGuards = guardrailsOf(result.target.node, context.state);
+  const guarded = guardOptions !== undefined || !outputGuards.empty;
+  const output = guarded ? outputGuardrails(outputGuards, before, { ...hookContext, requestBody: body }, deps.guardrails, context) : undefined;
   return relayResponse(reply, {
+    finishPlain: output?.finishPlain,
+    streamGuard: output === undefined ? undefined : outputGuards.afterDenies ? output.hold : output.tail(endpoint),
     upstream: result.response,
     target: result.target,
     endpoint,
@@ -163,6 +205,47 @@ function runPrompt(promptId: string, endpoint: InferenceEndpoint, state: Gateway
     throw new GatewayError('AIGW_ERR_INVALID_BODY', 'request body must be a JSON object');
   }
   return applyPrompt(prompt, body as Record<string, unknown>);
+}
+
+/** The output side of guardrails for one answer: plain (246/446 + hook_results) and streams. */
+function outputGuardrails(
+  compiled: CompiledGuardrails,
+  before: HooksOutcome | undefined,
+  context: Omit<HookContext, 'responseBody'>,
+  runtime: GuardrailRuntime,
+  request: RequestContext,
+) {
+  const options = runOptionsOf(runtime);
+  const check = async (answer: unknown) => {
+    const after = compiled.after.length === 0 ? undefined : await runAfterHooks(compiled, { ...context, responseBody: answer }, options);
+    logAsync(after, runtime.logger, request.traceId);
+    request.guardrailVerdict = verdictOf(before, after);
+    return { after, results: hookResultsOf(before, after) };
+  };
+  return {
+    async finishPlain(parsed: unknown): Promise<{ status: number; body: unknown }> {
+      const { after, results } = await check(parsed);
+      if (after?.denied === true) return { status: GUARDRAIL_DENIED_STATUS, body: deniedBody('output', results) };
+      const answer = (after?.responseBody ?? parsed) as Record<string, unknown>;
+      const status = verdictOf(before, after) === 'fail' ? GUARDRAIL_FAILED_STATUS : 200;
+      return { status, body: { ...answer, hook_results: results } };
+    },
+    hold: {
+      mode: 'hold' as const,
+      async check(collected: Buffer): Promise<{ status: number; body?: unknown; event?: string }> {
+        const assembler = new StreamAssembler(context.endpoint);
+        assembler.push(collected);
+        const { after, results } = await check(assembler.result());
+        if (after?.denied === true) return { status: GUARDRAIL_DENIED_STATUS, body: deniedBody('output', results) };
+        const status = verdictOf(before, after) === 'fail' ? GUARDRAIL_FAILED_STATUS : 200;
+        return { status, event: `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [], hook_results: results })}\n\n` };
+      },
+    },
+    tail: (endpoint: InferenceEndpoint) => ({
+      mode: 'tail' as const,
+      tail: () => new GuardedStreamTail(endpoint, async (answer) => (await check(answer)).results),
+    }),
+  };
 }
 
 async function admit(deps: InferenceDeps, context: RequestContext, plan: PlanNode, body: Record<string, unknown>): Promise<Admission | undefined> {

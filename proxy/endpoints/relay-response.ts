@@ -44,6 +44,10 @@ export interface RelayInput {
   readonly streamIdleTimeoutMs?: number | undefined;
   /** Drop the usage chunk of a stream: the gateway asked for usage the client did not. */
   readonly stripStreamUsage?: boolean | undefined;
+  /** Output guardrails on a plain answer: a replacement status and body (246 / 446 / hook_results). */
+  readonly finishPlain?: ((parsed: unknown) => Promise<{ status: number; body: unknown } | undefined>) | undefined;
+  /** Output guardrails on a stream: `tail` adds results before [DONE]; `hold` buffers until the checks pass. */
+  readonly streamGuard?: StreamGuard | undefined;
   /** Sees a fresh successful answer (the cache stores it). */
   readonly observer?: AnswerObserver | undefined;
   /** Told the answer's total tokens, when the provider reported usage. */
@@ -51,6 +55,10 @@ export interface RelayInput {
   readonly context: RequestContext;
 }
 
+
+export type StreamGuard =
+  | { readonly mode: 'tail'; readonly tail: () => Transform }
+  | { readonly mode: 'hold'; readonly check: (assembled: Buffer) => Promise<{ status: number; body?: unknown; event?: string }> };
 
 export async function relayResponse(reply: FastifyReply, input: RelayInput): Promise<FastifyReply> {
   const { upstream, target, context } = input;
@@ -74,8 +82,35 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
     reply.header('content-type', 'application/json; charset=utf-8');
     return reply.send(body);
   }
-  if (input.plain === undefined) return reply.send(streamAnswer(reply, input));
-  return reply.send(plainAnswer(reply, input, input.plain));
+  if (input.plain === undefined) {
+    const stream = streamAnswer(reply, input);
+    if (input.streamGuard?.mode !== 'hold') return reply.send(stream);
+    return holdStream(reply, stream, input.streamGuard);
+  }
+  const bytes = plainAnswer(reply, input, input.plain);
+  if (input.finishPlain === undefined) return reply.send(bytes);
+  const replacement = await input.finishPlain(input.plain.parsed);
+  if (replacement === undefined) return reply.send(bytes);
+  reply.removeHeader('content-length');
+  reply.removeHeader('content-encoding');
+  return reply.code(replacement.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(replacement.body));
+}
+
+/** Output guardrails that may deny a stream: nothing goes out until they have passed. */
+async function holdStream(reply: FastifyReply, stream: Readable, guard: Extract<StreamGuard, { mode: 'hold' }>): Promise<FastifyReply> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
+  const collected = Buffer.concat(chunks);
+  const verdict = await guard.check(collected);
+  if (verdict.body !== undefined) {
+    reply.removeHeader('content-length');
+    return reply.code(verdict.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(verdict.body));
+  }
+  const text = collected.toString('latin1');
+  const done = text.lastIndexOf('data: [DONE]');
+  const out = verdict.event === undefined ? collected : done === -1 ? Buffer.concat([collected, Buffer.from(verdict.event)]) : Buffer.from(text.slice(0, done) + verdict.event + text.slice(done), 'latin1');
+  reply.removeHeader('content-length');
+  return reply.code(verdict.status).send(out);
 }
 
 /**
@@ -123,6 +158,7 @@ function streamAnswer(reply: FastifyReply, input: RelayInput): Readable {
     reply.header('cache-control', 'no-cache');
     stream = chain(stream, adapter.createStreamTransform(endpoint, requestBody));
   }
+  if (input.streamGuard?.mode === 'tail') stream = chain(stream, input.streamGuard.tail());
   if (input.observer !== undefined) {
     const watch = input.observer.stream();
     stream.on('data', (chunk: Buffer) => watch.push(chunk));

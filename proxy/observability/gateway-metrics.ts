@@ -22,6 +22,8 @@ export interface GatewayMetrics {
   readonly overloadRejections: Counter;
   readonly cacheRequests: Counter<'status'>;
   readonly cacheErrors: Counter<'operation'>;
+  readonly guardrailChecks: Counter<'check' | 'verdict'>;
+  readonly guardrailCheckDuration: Histogram<'check'>;
   /** Reports the response cache's size at scrape time. */
   watchCacheSize(stats: () => { entries: number; bytes: number }): void;
   /** Model names as label values, capped so a client cannot explode cardinality. */
@@ -158,6 +160,19 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     labelNames: ['operation'] as const,
     registers: [registry],
   });
+  const guardrailChecks = new Counter({
+    name: 'aigateway_guardrail_checks_total',
+    help: 'Guardrail and hook checks run, by check id and verdict (pass | fail | error).',
+    labelNames: ['check', 'verdict'] as const,
+    registers: [registry],
+  });
+  const guardrailCheckDuration = new Histogram({
+    name: 'aigateway_guardrail_check_duration_seconds',
+    help: 'Time one guardrail check took, by check id.',
+    labelNames: ['check'] as const,
+    buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 10],
+    registers: [registry],
+  });
   let cacheStats: (() => { entries: number; bytes: number }) | undefined;
   new Gauge({
     name: 'aigateway_cache_entries',
@@ -180,6 +195,8 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     overloadRejections,
     cacheRequests,
     cacheErrors,
+    guardrailChecks,
+    guardrailCheckDuration,
     watchCacheSize(stats) {
       cacheStats = stats;
     },

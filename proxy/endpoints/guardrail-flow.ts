@@ -1,0 +1,152 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import { StreamAssembler } from '../cache/stream-assembler.ts';
+import type { GatewayState } from '../config/gateway-state.ts';
+import type { RoutingConfig } from '../config/routing-config-schema.ts';
+import { compileGuardrails, EMPTY_GUARDRAILS, type CompiledGuardrails } from '../guardrails/compile-guardrails.ts';
+import { runAfterHooks, runBeforeHooks, type HookContext, type HookResult, type HooksOutcome, type RunOptions } from '../guardrails/run-hooks.ts';
+import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
+import type { Logger } from 'pino';
+import type { InferenceEndpoint } from './body-validation.ts';
+
+// Hooks and guardrails on the request path (DESIGN.md §2): input checks before routing
+// (deny → 446, upstream never called), output checks on the answer (deny → 446; a failed
+// check without deny → 246 with the normal body), `hook_results` in every answer that ran
+// hooks. Streams: with an output deny the stream is held until the checks pass; without,
+// the assembled text is checked at the end and the results go out as a final SSE event.
+
+export const GUARDRAIL_DENIED_STATUS = 446;
+export const GUARDRAIL_FAILED_STATUS = 246;
+
+const compiledByState = new WeakMap<GatewayState, WeakMap<RoutingConfig, CompiledGuardrails>>();
+
+/** Compiled guardrails of a config node, once per node and state snapshot. */
+export function guardrailsOf(settings: RoutingConfig, state: GatewayState): CompiledGuardrails {
+  if (
+    settings.before_request_hooks === undefined &&
+    settings.after_request_hooks === undefined &&
+    settings.input_guardrails === undefined &&
+    settings.output_guardrails === undefined
+  ) {
+    return EMPTY_GUARDRAILS;
+  }
+  let perState = compiledByState.get(state);
+  if (perState === undefined) {
+    perState = new WeakMap();
+    compiledByState.set(state, perState);
+  }
+  let compiled = perState.get(settings);
+  if (compiled === undefined) {
+    compiled = compileGuardrails(settings, state.guardrails);
+    perState.set(settings, compiled);
+  }
+  return compiled;
+}
+
+export interface GuardrailRuntime {
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+  readonly dispatcher: Dispatcher;
+}
+
+/** Run options: metrics per check, webhooks through the egress-guarded agent. */
+export function runOptionsOf(runtime: GuardrailRuntime): RunOptions {
+  return {
+    onCheck(check, verdict, seconds) {
+      runtime.metrics.guardrailChecks.inc({ check, verdict });
+      runtime.metrics.guardrailCheckDuration.observe({ check }, seconds);
+    },
+    fetch: ((input: string | URL | Request, init?: RequestInit) =>
+      undiciFetch(input as string, { ...(init as object), dispatcher: runtime.dispatcher }) as unknown as Promise<Response>) as typeof fetch,
+  };
+}
+
+export function runInput(compiled: CompiledGuardrails, context: HookContext, options: RunOptions): Promise<HooksOutcome> | undefined {
+  return compiled.before.length === 0 ? undefined : runBeforeHooks(compiled, context, options);
+}
+
+export interface HookResultsBody {
+  before_request_hooks: readonly HookResult[];
+  after_request_hooks: readonly HookResult[];
+}
+
+export function hookResultsOf(before: HooksOutcome | undefined, after: HooksOutcome | undefined): HookResultsBody {
+  return { before_request_hooks: before?.results ?? [], after_request_hooks: after?.results ?? [] };
+}
+
+/** The 446 body: OpenAI-shaped error plus hook_results. */
+export function deniedBody(stage: 'input' | 'output', results: HookResultsBody): Record<string, unknown> {
+  return {
+    error: {
+      message: stage === 'input' ? 'The request was blocked by a guardrail.' : "The provider's answer was blocked by a guardrail.",
+      type: 'guardrail_error',
+      param: null,
+      code: 'AIGW_ERR_GUARDRAIL_DENIED',
+    },
+    hook_results: results,
+  };
+}
+
+export function verdictOf(before: HooksOutcome | undefined, after: HooksOutcome | undefined): 'pass' | 'fail' | 'deny' {
+  if (before?.denied === true || after?.denied === true) return 'deny';
+  if (before?.verdict === false || after?.verdict === false) return 'fail';
+  return 'pass';
+}
+
+/** Logs async hooks' results when they finish; never delays the response. */
+export function logAsync(outcome: HooksOutcome | undefined, logger: Logger, traceId: string): void {
+  outcome?.asyncDone?.then(
+    (results) => {
+      if (results.length > 0) logger.info({ trace_id: traceId, async_hook_results: results }, 'async hooks finished');
+    },
+    () => undefined,
+  );
+}
+
+/**
+ * A stream's tail when output checks do not deny: frames pass at once; the `[DONE]` frame
+ * is held until the checks on the assembled answer finish, then a `hook_results` event
+ * (a chunk with no choices, so SDKs ignore it) goes out before it.
+ */
+export class GuardedStreamTail extends Transform {
+  readonly #assembler: StreamAssembler;
+  readonly #finish: (answer: unknown) => Promise<HookResultsBody>;
+  #pending = '';
+
+  constructor(endpoint: InferenceEndpoint, finish: (answer: unknown) => Promise<HookResultsBody>) {
+    super();
+    this.#assembler = new StreamAssembler(endpoint);
+    this.#finish = finish;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.#assembler.push(chunk);
+    const text = this.#pending + chunk.toString('latin1');
+    const done = text.search(/data: \[DONE\]/);
+    if (done === -1) {
+      // Keep a short tail in case `data: [DONE]` is split across chunks.
+      this.#pending = text.slice(-16);
+      callback(null, Buffer.from(text.slice(0, text.length - this.#pending.length), 'latin1'));
+      return;
+    }
+    this.#pending = '';
+    const before = Buffer.from(text.slice(0, done), 'latin1');
+    const rest = Buffer.from(text.slice(done), 'latin1');
+    this.#finish(this.#assembler.result())
+      .then(
+        (results) => {
+          this.push(before);
+          this.push(`data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [], hook_results: results })}\n\n`);
+          callback(null, rest);
+        },
+        () => callback(null, Buffer.concat([before, rest])),
+      );
+  }
+
+  override _flush(callback: TransformCallback): void {
+    callback(null, this.#pending === '' ? undefined : Buffer.from(this.#pending, 'latin1'));
+  }
+}
+
+export { runAfterHooks };
+export type { CompiledGuardrails, HooksOutcome };

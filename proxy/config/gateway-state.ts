@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { compileRoutingPlan, PlanCompileError, type PlanNode } from '../routing/routing-plan.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
 import { parseRoutingConfig, formatConfigIssues } from './routing-config-validation.ts';
+import { compileGuardrails } from '../guardrails/compile-guardrails.ts';
+import { GuardrailConfigError } from '../guardrails/guardrail-config-error.ts';
 import type { GuardrailEntry } from '../guardrails/guardrail-schema.ts';
 import type { PromptEntry } from '../prompts/prompt-schema.ts';
 import { compileEgressPolicy, type EgressPolicy } from '../upstream/egress-policy.ts';
@@ -107,6 +109,11 @@ export function buildGatewayState(
     }
   });
 
+  const guardrails = new Map<string, GuardrailEntry>();
+  document.guardrails.forEach((guardrail, index) => {
+    if (guardrails.has(guardrail.id)) errors.push(`guardrails[${index}].id: duplicate id "${guardrail.id}"`);
+    guardrails.set(guardrail.id, guardrail);
+  });
   const configs = new Map<string, SavedConfig>();
   const invalidConfigs = new Map<string, readonly string[]>();
   document.configs.forEach((entry, index) => {
@@ -115,7 +122,7 @@ export function buildGatewayState(
       return;
     }
     const parsed = parseRoutingConfig(entry.config);
-    const compiled = parsed.success ? compileSaved(parsed.config) : parsed.issues;
+    const compiled = parsed.success ? compileSaved(parsed.config, guardrails) : parsed.issues;
     if (parsed.success && !Array.isArray(compiled)) {
       configs.set(entry.id, { id: entry.id, config: parsed.config, plan: compiled });
     } else {
@@ -129,11 +136,6 @@ export function buildGatewayState(
   document.prompts.forEach((prompt, index) => {
     if (prompts.has(prompt.id)) errors.push(`prompts[${index}].id: duplicate id "${prompt.id}"`);
     prompts.set(prompt.id, prompt);
-  });
-  const guardrails = new Map<string, GuardrailEntry>();
-  document.guardrails.forEach((guardrail, index) => {
-    if (guardrails.has(guardrail.id)) errors.push(`guardrails[${index}].id: duplicate id "${guardrail.id}"`);
-    guardrails.set(guardrail.id, guardrail);
   });
   const policyIds = new Set<string>();
   document.rateLimitPolicies.forEach((policy, index) => {
@@ -157,14 +159,27 @@ export function buildGatewayState(
   return { state: Object.freeze(state), errors, warnings };
 }
 
-/** The compiled plan, or the issues only compilation finds. */
-function compileSaved(config: RoutingConfig): PlanNode | string[] {
+/** The compiled plan, or the issues only compilation finds (conditions, guardrail checks). */
+function compileSaved(config: RoutingConfig, guardrails: ReadonlyMap<string, GuardrailEntry>): PlanNode | string[] {
+  let plan: PlanNode;
   try {
-    return compileRoutingPlan(config);
+    plan = compileRoutingPlan(config);
   } catch (error) {
     if (error instanceof PlanCompileError) return error.issues;
     throw error;
   }
+  const issues: string[] = [];
+  const visit = (node: PlanNode): void => {
+    try {
+      compileGuardrails(node.settings, guardrails);
+    } catch (error) {
+      if (!(error instanceof GuardrailConfigError)) throw error;
+      issues.push(...error.issues.map((issue) => (node.path === 'config' ? issue : `${node.path.slice('config.'.length)}.${issue}`)));
+    }
+    node.children.forEach(visit);
+  };
+  visit(plan);
+  return issues.length > 0 ? [...new Set(issues)] : plan;
 }
 
 function digestOf(key: string | undefined, keyHash: string | undefined): string | undefined {

@@ -96,3 +96,21 @@ describe('state loading', () => {
     assert.notEqual(a.state.hash, b.state.hash);
   });
 });
+
+describe('saved configs with guardrails', () => {
+  test('bad guardrail parameters make the saved config invalid at load, with the path', () => {
+    const text = [
+      'guardrails:',
+      '  - { id: g, checks: [ { id: default.wordCount, parameters: { minWords: 1 } } ] }',
+      'configs:',
+      '  - { id: good, config: { provider: openai, api_key: sk-1, input_guardrails: [g] } }',
+      '  - { id: bad, config: { provider: openai, api_key: sk-1, input_guardrails: [ { "default.regexMatch": { rule: "(a+)+$" } } ] } }',
+      '  - { id: missing, config: { provider: openai, api_key: sk-1, output_guardrails: [nope] } }',
+    ].join('\n');
+    const loaded = loadStateFromTexts({ state: text }, {});
+    assert.ok(loaded.ok);
+    assert.ok(loaded.state.configs.has('good'));
+    assert.match(loaded.state.invalidConfigs.get('bad')?.join('\n') ?? '', /input_guardrails\[0\]/);
+    assert.ok(loaded.state.invalidConfigs.has('missing'));
+  });
+});

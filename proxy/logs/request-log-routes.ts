@@ -1,0 +1,114 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { GatewayError } from '../errors.ts';
+import type { RequestRecord } from '../observability/request-record.ts';
+import type { GatewayHost } from '../standalone-gateway.ts';
+import { parseLogListQuery, parseSummaryQuery } from './log-query-params.ts';
+import { RequestLogCursorError, type RequestLogStore, type SummaryGroupBy, type SummaryStats } from './request-log-store.ts';
+
+// GET /v1/logs, GET /v1/logs/{id}, GET /v1/analytics/summary — all need the admin scope.
+// A record names the API key by id only; keys, headers and bodies are never stored.
+//
+//   startGateway({ …, plugins: [requestLogRoutes(store)] });
+
+const ADMIN = { config: { gatewayScope: 'admin' } } as const;
+
+export interface RequestLogRoutesOptions {
+  /** Clock for the summary's default range. */
+  now?: () => number;
+}
+
+export function requestLogRoutes(store: RequestLogStore, options: RequestLogRoutesOptions = {}): (host: GatewayHost) => FastifyPluginAsync {
+  const now = options.now ?? Date.now;
+  return (host) => async (app) => {
+    const fromStore = async <T>(call: () => Promise<T>): Promise<T> => {
+      try {
+        return await call();
+      } catch (error) {
+        if (error instanceof RequestLogCursorError) throw new GatewayError('AIGW_ERR_INVALID_BODY', error.message, { param: 'after' });
+        host.logger.error({ err: { message: (error as Error).message } }, 'request log store query failed');
+        throw new GatewayError('AIGW_ERR_STORE_UNAVAILABLE', 'The request log store did not answer; try again.', { cause: error });
+      }
+    };
+
+    app.get('/v1/logs', ADMIN, async (request) => {
+      const { filter, after, limit } = parseLogListQuery(request.query);
+      const page = await fromStore(() => store.query(filter, after, limit));
+      const data = page.records.map(toLogEntry);
+      return {
+        object: 'list',
+        data,
+        has_more: page.hasMore,
+        first_id: data[0]?.id ?? null,
+        last_id: data.at(-1)?.id ?? null,
+      };
+    });
+
+    app.get('/v1/logs/:id', ADMIN, async (request) => {
+      const { id } = request.params as { id: string };
+      const record = await fromStore(() => store.get(id));
+      if (record === undefined) throw new GatewayError('AIGW_ERR_NOT_FOUND', `No request log with id "${id}".`, { param: 'id' });
+      return toLogEntry(record);
+    });
+
+    app.get('/v1/analytics/summary', ADMIN, async (request) => {
+      const { filter, groupBy } = parseSummaryQuery(request.query, now());
+      const summary = await fromStore(() => store.summary(filter, groupBy));
+      return {
+        object: 'analytics.summary',
+        from: new Date(filter.from).toISOString(),
+        to: new Date(filter.to).toISOString(),
+        group_by: groupByName(groupBy),
+        total: statsJson(summary.total),
+        data: summary.groups.map((group) => ({ group: group.key, ...statsJson(group) })),
+        has_more: summary.hasMoreGroups,
+      };
+    });
+  };
+}
+
+/** The API shape of one record (snake_case, nulls for unknowns). */
+export function toLogEntry(record: RequestRecord) {
+  return {
+    id: record.id,
+    object: 'request_log' as const,
+    trace_id: record.traceId,
+    started_at: new Date(record.startedAt).toISOString(),
+    method: record.method,
+    route: record.route,
+    status: record.status,
+    latency_ms: record.latencyMs,
+    ttft_ms: record.ttftMs ?? null,
+    api_key_id: record.apiKeyId ?? null,
+    workspace: record.workspace ?? null,
+    config_id: record.configId ?? null,
+    target_path: record.targetPath ?? null,
+    provider: record.provider ?? null,
+    model: record.model ?? null,
+    metadata: record.metadata ?? {},
+    usage: {
+      prompt_tokens: record.promptTokens ?? null,
+      completion_tokens: record.completionTokens ?? null,
+      total_tokens: record.totalTokens ?? null,
+    },
+    cache_status: record.cacheStatus ?? null,
+    retries: record.retries,
+    guardrail_verdict: record.guardrailVerdict ?? null,
+    error_code: record.errorCode ?? null,
+  };
+}
+
+function statsJson(stats: SummaryStats) {
+  return {
+    requests: stats.requests,
+    errors: stats.errors,
+    error_rate: stats.requests === 0 ? null : stats.errors / stats.requests,
+    tokens: { prompt: stats.promptTokens, completion: stats.completionTokens, total: stats.totalTokens },
+    latency_ms: { p50: stats.latencyP50Ms, p95: stats.latencyP95Ms },
+    cache: { hits: stats.cacheHits, lookups: stats.cacheLookups, hit_rate: stats.cacheLookups === 0 ? null : stats.cacheHits / stats.cacheLookups },
+  };
+}
+
+function groupByName(groupBy: SummaryGroupBy | undefined): string | null {
+  if (groupBy === undefined) return null;
+  return groupBy.kind === 'metadata' ? `metadata.${groupBy.key}` : groupBy.kind;
+}

@@ -1,0 +1,76 @@
+import { join } from 'node:path';
+import type { FastifyPluginAsync } from 'fastify';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { RequestRecordSink } from '../observability/request-record.ts';
+import type { GatewayHost } from '../standalone-gateway.ts';
+import { startLogRetention, type LogRetention } from './log-retention.ts';
+import { PostgresLogStore } from './postgres-log-store.ts';
+import { requestLogRoutes } from './request-log-routes.ts';
+import type { RequestLogStore } from './request-log-store.ts';
+import { createRequestLogWriter, type RequestLogWriter } from './request-log-writer.ts';
+import { SqliteLogStore } from './sqlite-log-store.ts';
+
+// The request log, assembled for the composition root: store + writer + retention + routes.
+//
+//   const logging = await startRequestLogging({ kind: 'sqlite', dataDir, retentionDays: 30, metrics, logger });
+//   startGateway({ …, requestSink: logging?.sink, plugins: logging ? [logging.routes] : [] });
+//   …  await logging?.close();   // after the gateway has closed: flushes the queue
+
+export const LOG_STORE_KINDS = ['sqlite', 'postgres', 'off'] as const;
+export type LogStoreKind = (typeof LOG_STORE_KINDS)[number];
+
+export const SQLITE_LOG_FILE = 'request-logs.sqlite';
+
+export interface RequestLoggingOptions {
+  kind: LogStoreKind;
+  /** Where the SQLite file lives (standalone). */
+  dataDir: string;
+  /** PostgreSQL connection string; required for `postgres`. */
+  databaseUrl?: string | undefined;
+  /** Records older than this are deleted; 0 keeps everything. */
+  retentionDays: number;
+  metrics: { readonly registry: Registry };
+  logger: Logger;
+}
+
+export interface RequestLogging {
+  readonly store: RequestLogStore;
+  readonly writer: RequestLogWriter;
+  readonly sink: RequestRecordSink;
+  readonly routes: (host: GatewayHost) => FastifyPluginAsync;
+  /** Stops retention, flushes the writer, closes the store. */
+  close(): Promise<void>;
+}
+
+export function isLogStoreKind(value: string): value is LogStoreKind {
+  return (LOG_STORE_KINDS as readonly string[]).includes(value);
+}
+
+/** Opens the store and starts the writer; undefined when the log store is off. */
+export async function startRequestLogging(options: RequestLoggingOptions): Promise<RequestLogging | undefined> {
+  if (options.kind === 'off') return undefined;
+  let store: RequestLogStore;
+  if (options.kind === 'postgres') {
+    if (options.databaseUrl === undefined || options.databaseUrl === '') throw new Error('the postgres log store needs DATABASE_URL');
+    store = await PostgresLogStore.open({ connectionString: options.databaseUrl });
+  } else {
+    store = await SqliteLogStore.open({ path: join(options.dataDir, SQLITE_LOG_FILE) });
+  }
+  const writer = createRequestLogWriter(store, { metrics: options.metrics, logger: options.logger });
+  let retention: LogRetention | undefined;
+  if (options.retentionDays > 0) {
+    retention = startLogRetention(store, { retentionMs: options.retentionDays * 86_400_000, logger: options.logger });
+  }
+  return {
+    store,
+    writer,
+    sink: writer.sink,
+    routes: requestLogRoutes(store),
+    async close() {
+      await retention?.stop();
+      await writer.close();
+      await store.close();
+    },
+  };
+}

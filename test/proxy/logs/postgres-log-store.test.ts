@@ -1,0 +1,64 @@
+// The shared suite on the real PostgreSQL (DATABASE_URL, default postgres@127.0.0.1:5432/test):
+// each run works in its own schema, each test in its own table, and drops the schema after.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, describe, test } from 'node:test';
+import pg from 'pg';
+import { PostgresLogStore } from '../../../proxy/logs/postgres-log-store.ts';
+import { logRecord, requestLogStoreSuite } from './request-log-store-suite.ts';
+
+const DATABASE_URL = process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+const SCHEMA = `aigw_logs_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+
+const admin = new pg.Client({ connectionString: DATABASE_URL, connectionTimeoutMillis: 3_000 });
+admin.on('error', () => undefined);
+const reachable = await admin.connect().then(() => true, () => false);
+const skip = reachable ? false : `PostgreSQL not reachable at ${DATABASE_URL}`;
+if (reachable) await admin.query(`CREATE SCHEMA ${SCHEMA}`);
+
+after(async () => {
+  if (!reachable) return;
+  await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  await admin.end();
+});
+
+let tables = 0;
+const freshTable = (): string => `${SCHEMA}.logs_${++tables}`;
+
+if (reachable) requestLogStoreSuite('postgres', () => PostgresLogStore.open({ connectionString: DATABASE_URL, table: freshTable() }));
+
+describe('postgres request log store: the shared table', { skip }, () => {
+  test('replicas opening the same table at once all succeed and share the records', async () => {
+    const table = freshTable();
+    const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresLogStore.open({ connectionString: DATABASE_URL, table })));
+    try {
+      const record = logRecord();
+      await stores[0]?.insertMany([record]);
+      assert.deepEqual(await stores[3]?.get(record.id), record);
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+    }
+  });
+
+  test('started_at is a timestamptz and metadata is jsonb, for plain SQL', async () => {
+    const table = freshTable();
+    const store = await PostgresLogStore.open({ connectionString: DATABASE_URL, table });
+    try {
+      await store.insertMany([logRecord({ startedAt: Date.UTC(2025, 5, 1, 12, 0, 0, 123), metadata: { user: 'u1' } })]);
+      const { rows } = await admin.query(`SELECT started_at, metadata->>'user' AS user FROM ${table}`);
+      assert.deepEqual(rows, [{ started_at: new Date(Date.UTC(2025, 5, 1, 12, 0, 0, 123)), user: 'u1' }]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a table name that is not a plain identifier is refused before any SQL', async () => {
+    await assert.rejects(PostgresLogStore.open({ connectionString: DATABASE_URL, table: 'logs; DROP TABLE x' }), RangeError);
+  });
+
+  test('an unreachable database rejects open within the connect timeout', async () => {
+    const started = Date.now();
+    await assert.rejects(PostgresLogStore.open({ connectionString: 'postgres://postgres@127.0.0.1:1/test' }));
+    assert.ok(Date.now() - started < 6_000);
+  });
+});

@@ -1,0 +1,189 @@
+// The batched writer against scripted stores: batching, the bounded queue under a flood,
+// and write failures that are counted and survived.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Registry } from 'prom-client';
+import type { RequestRecord } from '../../../proxy/observability/request-record.ts';
+import { startLogRetention } from '../../../proxy/logs/log-retention.ts';
+import type { RequestLogStore } from '../../../proxy/logs/request-log-store.ts';
+import { createRequestLogWriter } from '../../../proxy/logs/request-log-writer.ts';
+import { waitFor } from '../../helpers/gateway-harness.ts';
+import { logRecord } from './request-log-store-suite.ts';
+
+/** A store that records batches; `gate` (when set) holds every insert until released. */
+function scriptedStore(behaviour: { fail?: () => boolean; gate?: Promise<void> } = {}) {
+  const batches: RequestRecord[][] = [];
+  const deletes: number[] = [];
+  const store: RequestLogStore = {
+    async insertMany(records) {
+      if (behaviour.gate !== undefined) await behaviour.gate;
+      if (behaviour.fail?.() === true) throw new Error('database is down');
+      batches.push([...records]);
+    },
+    query: () => Promise.reject(new Error('not used')),
+    get: () => Promise.reject(new Error('not used')),
+    summary: () => Promise.reject(new Error('not used')),
+    async deleteOlderThan(cutoffMs) {
+      deletes.push(cutoffMs);
+      return 3;
+    },
+    close: () => Promise.resolve(),
+  };
+  return { store, batches, deletes };
+}
+
+async function metricValue(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
+  const value = metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+  return value?.value ?? 0;
+}
+
+describe('request log writer', () => {
+  test('writes full batches at once and the remainder on flush, in order', async () => {
+    const { store, batches } = scriptedStore();
+    const writer = createRequestLogWriter(store, { batchSize: 3, flushIntervalMs: 60_000 });
+    const records = Array.from({ length: 7 }, () => logRecord());
+    for (const record of records) writer.sink(record);
+    await waitFor(() => batches.length >= 2, 2_000, 'two full batches');
+    assert.deepEqual(batches.map((b) => b.length), [3, 3]);
+    await writer.flush();
+    assert.deepEqual(batches.map((b) => b.length), [3, 3, 1]);
+    assert.deepEqual(batches.flat(), records);
+    assert.equal(writer.stats().written, 7);
+    await writer.close();
+  });
+
+  test('a part-filled batch is written by the interval timer', async () => {
+    const { store, batches } = scriptedStore();
+    const writer = createRequestLogWriter(store, { batchSize: 100, flushIntervalMs: 20 });
+    writer.sink(logRecord());
+    writer.sink(logRecord());
+    await waitFor(() => batches.length === 1, 2_000, 'the timer flush');
+    assert.equal(batches[0]?.length, 2);
+    await writer.close();
+  });
+
+  test('the sink never writes synchronously: it only queues', () => {
+    const { store, batches } = scriptedStore();
+    const writer = createRequestLogWriter(store, { batchSize: 1, flushIntervalMs: 60_000 });
+    writer.sink(logRecord());
+    assert.equal(batches.length, 0);
+    assert.equal(writer.stats().queued, 1);
+    return writer.close();
+  });
+
+  test('a flood against a stalled store keeps the queue bounded, counts every drop, and never blocks', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { store, batches } = scriptedStore({ gate });
+    const registry = new Registry();
+    const writer = createRequestLogWriter(store, { maxQueue: 1_000, batchSize: 100, flushIntervalMs: 5, metrics: { registry } });
+    // Let the first batch go in flight (and stall) before the rest of the flood.
+    for (let i = 0; i < 100; i++) writer.sink(logRecord());
+    await waitFor(() => writer.stats().queued === 0, 2_000, 'the first batch to be taken');
+    const started = performance.now();
+    for (let i = 0; i < 100_000; i++) writer.sink(logRecord());
+    const elapsed = performance.now() - started;
+    assert.equal(writer.stats().queued, 1_000);
+    assert.equal(writer.stats().dropped.queueFull, 99_000);
+    assert.equal(await metricValue(registry, 'aigateway_request_log_dropped_total', { reason: 'queue_full' }), 99_000);
+    assert.equal(await metricValue(registry, 'aigateway_request_log_queue_depth'), 1_000);
+    assert.ok(elapsed < 1_000, `100,000 sink calls took ${elapsed.toFixed(0)} ms`);
+    release();
+    await writer.flush();
+    assert.equal(batches.flat().length, 1_100);
+    assert.equal(await metricValue(registry, 'aigateway_request_log_written_total'), 1_100);
+    await writer.close();
+  });
+
+  test('failed writes are counted and logged (throttled), the records dropped, and later batches still land', async () => {
+    let failing = true;
+    const { store, batches } = scriptedStore({ fail: () => failing });
+    const registry = new Registry();
+    const logged: Array<Record<string, unknown>> = [];
+    const writer = createRequestLogWriter(store, {
+      batchSize: 2,
+      flushIntervalMs: 60_000,
+      metrics: { registry },
+      logger: { error: (object) => logged.push(object as Record<string, unknown>) },
+    });
+    for (let i = 0; i < 6; i++) writer.sink(logRecord());
+    await writer.flush();
+    assert.equal(writer.stats().failedBatches, 3);
+    assert.equal(writer.stats().dropped.writeFailed, 6);
+    assert.equal(await metricValue(registry, 'aigateway_request_log_write_errors_total'), 3);
+    assert.equal(await metricValue(registry, 'aigateway_request_log_dropped_total', { reason: 'write_failed' }), 6);
+    assert.equal(logged.length, 1, 'one log line per interval, not one per failed batch');
+
+    failing = false;
+    const survivor = logRecord();
+    writer.sink(survivor);
+    await writer.flush();
+    assert.deepEqual(batches, [[survivor]]);
+    await writer.close();
+  });
+
+  test('close flushes what is queued, then drops (and counts) late records', async () => {
+    const { store, batches } = scriptedStore();
+    const registry = new Registry();
+    const writer = createRequestLogWriter(store, { batchSize: 50, flushIntervalMs: 60_000, metrics: { registry } });
+    writer.sink(logRecord());
+    await writer.close();
+    assert.equal(batches.flat().length, 1);
+    writer.sink(logRecord());
+    assert.equal(writer.stats().dropped.closed, 1);
+    assert.equal(await metricValue(registry, 'aigateway_request_log_dropped_total', { reason: 'closed' }), 1);
+    await writer.close();
+  });
+
+  test('close gives up on a hung store after its deadline, counting what was left as dropped', async () => {
+    const { store } = scriptedStore({ gate: new Promise<void>(() => undefined) });
+    const writer = createRequestLogWriter(store, { batchSize: 2, flushIntervalMs: 60_000 });
+    for (let i = 0; i < 5; i++) writer.sink(logRecord());
+    const started = performance.now();
+    await writer.close({ timeoutMs: 50 });
+    assert.ok(performance.now() - started < 1_000);
+    // One batch of 2 is stuck in the store; the 3 still queued are dropped.
+    assert.equal(writer.stats().dropped.closed, 3);
+    assert.equal(writer.stats().queued, 0);
+  });
+
+  test('two writers on one registry share its series instead of failing to register', async () => {
+    const registry = new Registry();
+    const a = createRequestLogWriter(scriptedStore().store, { metrics: { registry } });
+    const b = createRequestLogWriter(scriptedStore().store, { metrics: { registry } });
+    await Promise.all([a.close(), b.close()]);
+  });
+});
+
+describe('request log retention', () => {
+  test('deletes records older than the retention on each pass', async () => {
+    const { store, deletes } = scriptedStore();
+    const retention = startLogRetention(store, { retentionMs: 86_400_000, intervalMs: 10, firstPassDelayMs: 0, now: () => 100 * 86_400_000 });
+    await waitFor(() => deletes.length >= 2, 2_000, 'two retention passes');
+    await retention.stop();
+    assert.ok(deletes.every((cutoff) => cutoff === 99 * 86_400_000));
+    assert.equal(await retention.runOnce(), 3);
+  });
+
+  test('a failing pass is logged and the schedule goes on', async () => {
+    const errors: unknown[] = [];
+    let calls = 0;
+    const store = {
+      ...scriptedStore().store,
+      deleteOlderThan: async () => {
+        calls++;
+        throw new Error('busy');
+      },
+    };
+    const retention = startLogRetention(store, {
+      retentionMs: 1_000,
+      intervalMs: 10,
+      firstPassDelayMs: 0,
+      logger: { info: () => undefined, error: (object) => errors.push(object) },
+    });
+    await waitFor(() => calls >= 2, 2_000, 'a second pass after a failure');
+    await retention.stop();
+    assert.ok(errors.length >= 1);
+  });
+});

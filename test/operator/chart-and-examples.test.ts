@@ -30,7 +30,9 @@ describe('Helm chart dashboard', () => {
     const queried = new Set<string>();
     for (const panel of parsed.panels) {
       for (const target of panel.targets) {
-        for (const match of target.expr.matchAll(/\b(aigateway_[a-z0-9_]+|gen_ai_[a-z0-9_]+)\b/g)) {
+        // Label lists (`by (gen_ai_system, …)`) name labels, not metrics.
+        const expr = target.expr.replace(/\b(by|without)\s*\([^)]*\)/g, '');
+        for (const match of expr.matchAll(/\b(aigateway_[a-z0-9_]+|gen_ai_[a-z0-9_]+)\b/g)) {
           queried.add((match[1] ?? '').replace(/_(bucket|sum|count)$/, ''));
         }
       }

@@ -11,7 +11,10 @@ let harness: Harness;
 
 before(async () => {
   mock = await startMockOpenAI();
-  harness = await startHarness({ state: baseState() });
+  // Saved objects the key-set samples name (prompt_id, a saved guardrail).
+  harness = await startHarness({
+    state: baseState({ guardrails: [{ id: 'no-pii', checks: [{ id: 'default.pii', parameters: {} }] }] }),
+  });
 });
 after(async () => {
   await harness.close();

@@ -175,8 +175,8 @@ async function serve(args: string[]): Promise<number> {
       .then(() => requestLogging?.close()) // flushes the queued records
       .then(
         () => {
-          logger.flush();
-          process.exit(0);
+          // The log is buffered: write what is left before leaving.
+          logger.flush(() => process.exit(0));
         },
         () => process.exit(1),
       );

@@ -76,6 +76,10 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
     const text = await readBounded(upstream.body, MAX_ERROR_BODY);
     context.upstreamDoneAt = process.hrtime.bigint();
     const body = target.adapter.normaliseError(status, text, target.provider);
+    // Some providers quote the credential they refused; it never goes back out through us.
+    if (target.apiKey !== undefined && target.apiKey.length >= 8 && body.error.message.includes(target.apiKey)) {
+      body.error.message = body.error.message.split(target.apiKey).join('[redacted]');
+    }
     context.errorCode = body.error.code ?? `upstream_${status}`;
     reply.removeHeader('content-length');
     reply.removeHeader('content-encoding');

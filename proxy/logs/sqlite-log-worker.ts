@@ -1,3 +1,4 @@
+import type { RequestRecord } from '../observability/request-record.ts';
 import { parentPort, workerData } from 'node:worker_threads';
 import { RequestLogCursorError } from './request-log-store.ts';
 import { SqliteLogDatabase } from './sqlite-log-database.ts';
@@ -32,7 +33,7 @@ function run(request: WorkerRequest): unknown {
   if (database === undefined) throw new Error('request log database is not open');
   switch (request.op) {
     case 'insertMany':
-      return database.insertMany(request.records);
+      return database.insertMany(JSON.parse(request.json) as RequestRecord[]);
     case 'query':
       return database.query(request.filter, request.after, request.limit);
     case 'get':

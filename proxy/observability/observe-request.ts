@@ -1,7 +1,10 @@
+import type { Counter, Histogram } from 'prom-client';
 import type { RequestContext } from '../request-context.ts';
 import { statusClass, type GatewayMetrics } from './gateway-metrics.ts';
 
-// Metrics for one finished request, recorded after the response has gone out.
+// Metrics for one finished request, recorded after the response has gone out. Label sets
+// repeat (a handful of routes × providers × models), so each one's children are resolved
+// once and kept: prom-client would otherwise hash the label object on every observation.
 
 const OPERATIONS: Readonly<Record<string, string>> = {
   '/v1/chat/completions': 'chat',
@@ -10,25 +13,66 @@ const OPERATIONS: Readonly<Record<string, string>> = {
   '/v1/responses': 'responses',
 };
 
+interface RouteSeries {
+  requests: ReturnType<Counter<string>['labels']>;
+  duration: ReturnType<Histogram<string>['labels']>;
+}
+
+interface GenAiSeries {
+  duration: ReturnType<Histogram<string>['labels']>;
+  ttft: ReturnType<Histogram<string>['labels']>;
+  input: ReturnType<Histogram<string>['labels']>;
+  output: ReturnType<Histogram<string>['labels']>;
+}
+
+const MAX_CACHED = 2048;
+const routeSeries = new WeakMap<GatewayMetrics, Map<string, RouteSeries>>();
+const genAiSeries = new WeakMap<GatewayMetrics, Map<string, GenAiSeries>>();
+
+function cached<T>(store: WeakMap<GatewayMetrics, Map<string, T>>, metrics: GatewayMetrics, key: string, build: () => T): T {
+  let map = store.get(metrics);
+  if (map === undefined) {
+    map = new Map();
+    store.set(metrics, map);
+  }
+  let value = map.get(key);
+  if (value === undefined) {
+    value = build();
+    if (map.size < MAX_CACHED) map.set(key, value);
+  }
+  return value;
+}
+
 export function observeRequest(metrics: GatewayMetrics, context: RequestContext, route: string, status: number): void {
   const now = process.hrtime.bigint();
   const seconds = Number(now - context.startedAt) / 1e9;
-  const labels = { route, provider: context.provider ?? 'none', status_class: statusClass(status) };
-  metrics.requests.inc(labels);
-  metrics.requestDuration.observe(labels, seconds);
+  const provider = context.provider ?? 'none';
+  const klass = statusClass(status);
+  const series = cached(routeSeries, metrics, `${route}\u0000${provider}\u0000${klass}`, () => {
+    const labels = { route, provider, status_class: klass };
+    return { requests: metrics.requests.labels(labels), duration: metrics.requestDuration.labels(labels) };
+  });
+  series.requests.inc();
+  series.duration.observe(seconds);
 
   const operation = OPERATIONS[route];
   if (operation === undefined || context.provider === undefined) return;
-  const genAi = {
-    gen_ai_operation_name: operation,
-    gen_ai_system: context.provider,
-    gen_ai_request_model: metrics.modelLabel.of(context.model),
-  };
-  metrics.genAiDuration.observe({ ...genAi, error_type: status >= 400 ? String(status) : '' }, seconds);
-  if (context.ttftMs !== undefined) metrics.genAiTimeToFirstToken.observe(genAi, context.ttftMs / 1000);
+  const model = metrics.modelLabel.of(context.model);
+  const errorType = status >= 400 ? String(status) : '';
+  const genAi = cached(genAiSeries, metrics, `${operation}\u0000${provider}\u0000${model}\u0000${errorType}`, () => {
+    const labels = { gen_ai_operation_name: operation, gen_ai_system: provider, gen_ai_request_model: model };
+    return {
+      duration: metrics.genAiDuration.labels({ ...labels, error_type: errorType }),
+      ttft: metrics.genAiTimeToFirstToken.labels(labels),
+      input: metrics.genAiTokenUsage.labels({ ...labels, gen_ai_token_type: 'input' }),
+      output: metrics.genAiTokenUsage.labels({ ...labels, gen_ai_token_type: 'output' }),
+    };
+  });
+  genAi.duration.observe(seconds);
+  if (context.ttftMs !== undefined) genAi.ttft.observe(context.ttftMs / 1000);
   const usage = context.usage;
-  if (usage?.prompt !== undefined) metrics.genAiTokenUsage.observe({ ...genAi, gen_ai_token_type: 'input' }, usage.prompt);
-  if (usage?.completion !== undefined) metrics.genAiTokenUsage.observe({ ...genAi, gen_ai_token_type: 'output' }, usage.completion);
+  if (usage?.prompt !== undefined) genAi.input.observe(usage.prompt);
+  if (usage?.completion !== undefined) genAi.output.observe(usage.completion);
   if (context.upstreamStartedAt !== undefined) {
     // Overhead: before the first upstream request, and after the last upstream answer ended.
     const before = context.upstreamStartedAt - context.startedAt;

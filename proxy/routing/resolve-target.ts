@@ -13,12 +13,31 @@ import { catalogEntry, catalogNames, GENERIC_COMPATIBLE_ADAPTER, NON_COMPATIBLE_
 
 const NO_HEADERS: IncomingHttpHeaders = {};
 
+// Saved configs' nodes live as long as their snapshot: their targets are resolved once.
+// (Families whose settings come from request headers are resolved every time.)
+const resolved = new WeakMap<GatewayState, WeakMap<RoutingConfig, ResolvedTarget>>();
+
 export function resolveTarget(
   node: RoutingConfig,
   path: string,
   state: GatewayState,
   requestHeaders: IncomingHttpHeaders = NO_HEADERS,
 ): ResolvedTarget {
+  const known = resolved.get(state)?.get(node);
+  if (known !== undefined && known.path === path) return known;
+  const target = resolveUncached(node, path, state, requestHeaders);
+  if (catalogEntry(target.provider)?.resolveOptions === undefined) {
+    let perState = resolved.get(state);
+    if (perState === undefined) {
+      perState = new WeakMap();
+      resolved.set(state, perState);
+    }
+    perState.set(node, target);
+  }
+  return target;
+}
+
+function resolveUncached(node: RoutingConfig, path: string, state: GatewayState, requestHeaders: IncomingHttpHeaders): ResolvedTarget {
   const saved = savedProviderFor(node, state);
   const providerName = saved?.provider ?? node.provider;
   if (providerName === undefined) {

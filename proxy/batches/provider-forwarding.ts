@@ -9,6 +9,7 @@ import { resolveTarget } from '../routing/resolve-target.ts';
 import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute } from '../routing/select-route.ts';
 import { upstreamFailure } from '../upstream/call-target.ts';
+import { readBodyText } from '../upstream/read-body.ts';
 
 // Batches, files and fine-tuning jobs forwarded to one provider (OpenAI-compatible hosts
 // and Azure OpenAI): the provider comes from the request's headers or config exactly as
@@ -83,7 +84,7 @@ export async function callProvider(dispatcher: Dispatcher, target: ResolvedTarge
 export async function relayProviderAnswer(reply: FastifyReply, target: ResolvedTarget, answer: Dispatcher.ResponseData): Promise<FastifyReply> {
   reply.header(HEADER.provider, target.provider);
   if (answer.statusCode < 200 || answer.statusCode >= 300) {
-    const text = await readText(answer.body, MAX_ERROR_BODY);
+    const text = await readBodyText(answer.body, MAX_ERROR_BODY);
     return reply
       .code(answer.statusCode)
       .header('content-type', 'application/json; charset=utf-8')
@@ -98,7 +99,7 @@ export async function relayProviderAnswer(reply: FastifyReply, target: ResolvedT
 
 /** A provider's JSON answer (for lists merged with gateway objects); errors thrown in the OpenAI shape. */
 export async function readProviderJson(target: ResolvedTarget, answer: Dispatcher.ResponseData): Promise<Record<string, unknown>> {
-  const text = await readText(answer.body, 64 * 1024 * 1024);
+  const text = await readBodyText(answer.body, 64 * 1024 * 1024);
   if (answer.statusCode < 200 || answer.statusCode >= 300) {
     const body = target.adapter.normaliseError(answer.statusCode, text, target.provider);
     throw new GatewayError('AIGW_ERR_INVALID_BODY', body.error.message, { status: answer.statusCode, param: body.error.param });
@@ -139,17 +140,3 @@ function providerRequest(target: ResolvedTarget, call: ProviderCall): { url: URL
   return { url: new URL(`${base}/${call.path}${search === '' ? '' : `?${search}`}`), headers };
 }
 
-async function readText(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > limit) {
-      body.destroy();
-      break;
-    }
-    parts.push(buffer);
-  }
-  return Buffer.concat(parts).toString('utf8');
-}

@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import type { PlainAnswer } from '../upstream/call-target.ts';
+import { readBodyText } from '../upstream/read-body.ts';
 import type { AnswerObserver } from './response-caching.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from './body-validation.ts';
@@ -73,7 +74,7 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
   }
   reply.code(status);
   if (status < 200 || status >= 300) {
-    const text = await readBounded(upstream.body, MAX_ERROR_BODY);
+    const text = await readBodyText(upstream.body, MAX_ERROR_BODY);
     context.upstreamDoneAt = process.hrtime.bigint();
     const body = target.adapter.normaliseError(status, text, target.provider);
     // Some providers quote the credential they refused; it never goes back out through us.
@@ -222,17 +223,3 @@ function endWithErrorEventOnTimeout(source: Readable, provider: string, timeoutM
   return out;
 }
 
-async function readBounded(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > limit) {
-      body.destroy();
-      break;
-    }
-    chunks.push(buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}

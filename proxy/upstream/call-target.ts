@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
 import { GatewayError } from '../errors.ts';
+import { readBodyBytes } from './read-body.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 
 // One upstream attempt for one resolved target: override_params, the provider's plan,
@@ -88,7 +89,7 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
     // A plain answer (or a "stream" that is not SSE) is read here, inside the attempt, so that
     // a body that breaks off or is not JSON is a failure the strategy can retry or fall back
     // from — not a broken 200.
-    const bytes = await readAll(response.body, MAX_PLAIN_ANSWER);
+    const bytes = await readBodyBytes(response.body, MAX_PLAIN_ANSWER);
     const parsed = parseJson(bytes);
     if (parsed === undefined && /json/i.test(String(response.headers['content-type'] ?? 'json'))) {
       const error = new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered ${status} with a body that is not valid JSON.`);
@@ -158,20 +159,6 @@ function firstChunk(body: Dispatcher.ResponseData['body']): Promise<void> {
   });
 }
 
-async function readAll(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > limit) {
-      body.destroy();
-      throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `The provider's answer is larger than ${limit} bytes.`);
-    }
-    chunks.push(buffer);
-  }
-  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-}
 
 function parseJson(bytes: Buffer): unknown {
   try {

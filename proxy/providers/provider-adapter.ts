@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Transform } from 'node:stream';
+import type { Dispatcher } from 'undici';
 import type { SavedProvider } from '../config/gateway-state.ts';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
 import type { OpenAIErrorBody } from '../errors.ts';
@@ -44,6 +45,8 @@ export interface PlanInput {
   readonly body: Record<string, unknown>;
   /** True when the body differs from the client's bytes (the plan must then send a body). */
   readonly bodyChanged: boolean;
+  /** The gateway's upstream agent, for side calls (cloud tokens) that must pass the egress policy. */
+  readonly dispatcher?: Dispatcher | undefined;
 }
 
 export interface ProviderAdapter {

@@ -62,12 +62,12 @@ export function vertexAdapter(tokens: AccessTokenCache = SHARED_TOKEN_CACHE): Pr
   return {
     family: PROVIDER,
     supportsEndpoint: (endpoint) => endpoint === 'chat.completions' || endpoint === 'embeddings',
-    async planRequest({ target, endpoint, body }: PlanInput): Promise<UpstreamRequestPlan> {
+    async planRequest({ target, endpoint, body, dispatcher }: PlanInput): Promise<UpstreamRequestPlan> {
       const options = vertexOptionsOf(target.options);
       const model = modelOf(body);
       const api = vertexApiFor(endpoint, model);
       const upstreamBody = vertexBody(api, body);
-      const token = options.serviceAccount !== undefined ? await tokens.token(options.serviceAccount) : options.accessToken;
+      const token = options.serviceAccount !== undefined ? await tokens.token(options.serviceAccount, dispatcher) : options.accessToken;
       return {
         url: target.baseUrl + vertexPath(api, options.projectId, options.region, model, body['stream'] === true),
         method: 'POST',

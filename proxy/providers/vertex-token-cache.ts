@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors.ts';
 import { signAssertion, type ServiceAccount } from './vertex-service-account.ts';
+import { fetch as undiciFetch, type Dispatcher } from 'undici';
 
 // OAuth access tokens for service accounts, cached per account and shared by every request
 // (DESIGN.md §3: never fetched per request). Concurrent first requests share one fetch; a
@@ -11,7 +12,7 @@ export interface FetchedToken {
 }
 
 /** Exchanges a signed assertion for an access token (the JWT-bearer grant). */
-export type TokenFetcher = (account: ServiceAccount, assertion: string) => Promise<FetchedToken>;
+export type TokenFetcher = (account: ServiceAccount, assertion: string, dispatcher?: Dispatcher) => Promise<FetchedToken>;
 
 export interface AccessTokenCacheOptions {
   fetchToken?: TokenFetcher;
@@ -49,7 +50,7 @@ export class AccessTokenCache {
   }
 
   /** A valid access token for the account: cached, or fetched once for all concurrent callers. */
-  async token(account: ServiceAccount): Promise<string> {
+  async token(account: ServiceAccount, dispatcher?: Dispatcher): Promise<string> {
     const now = this.#now();
     let entry = this.#entries.get(account.cacheKey);
     if (entry === undefined) {
@@ -58,7 +59,7 @@ export class AccessTokenCache {
     }
     const usable = entry.token !== undefined && now < entry.expiresAt - MIN_REMAINING_MS;
     if (usable && now < entry.refreshAt) return entry.token as string;
-    const pending = entry.pending ?? this.#refresh(account, entry);
+    const pending = entry.pending ?? this.#refresh(account, entry, dispatcher);
     if (usable) {
       // Refresh in the background; this request still has a good token.
       pending.catch(() => undefined);
@@ -72,11 +73,11 @@ export class AccessTokenCache {
     return this.#entries.size;
   }
 
-  #refresh(account: ServiceAccount, entry: CacheEntry): Promise<string> {
+  #refresh(account: ServiceAccount, entry: CacheEntry, dispatcher: Dispatcher | undefined): Promise<string> {
     const startedAt = this.#now();
     const pending = (async () => {
       const assertion = signAssertion(account, Math.floor(startedAt / 1000));
-      const fetched = await this.#fetchToken(account, assertion);
+      const fetched = await this.#fetchToken(account, assertion, dispatcher);
       const lifetimeMs = fetched.expiresInSeconds * 1000;
       entry.token = fetched.accessToken;
       entry.expiresAt = startedAt + lifetimeMs;
@@ -106,17 +107,26 @@ export class AccessTokenCache {
 }
 
 /** POSTs the assertion to the account's token_uri (RFC 7523 §2.1). */
-export async function fetchTokenOverHttp(account: ServiceAccount, assertion: string): Promise<FetchedToken> {
+export async function fetchTokenOverHttp(account: ServiceAccount, assertion: string, dispatcher?: Dispatcher): Promise<FetchedToken> {
   const form = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion });
   let response: Response;
   try {
-    response = await fetch(account.tokenUri, {
+    // Through the gateway's agent when given: the token endpoint passes the egress policy too.
+    const send = (dispatcher === undefined ? fetch : (url: string, init: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher })) as (
+      url: string,
+      init: RequestInit,
+    ) => Promise<Response>;
+    response = await send(account.tokenUri, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: form.toString(),
       signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
     });
   } catch (error) {
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    if (cause?.code === 'AIGW_ERR_EGRESS_DENIED') {
+      throw new GatewayError('AIGW_ERR_EGRESS_DENIED', `vertex-ai token endpoint: ${cause.message ?? 'egress denied'}`, { param: 'cloudB_service_account_json' });
+    }
     const timedOut = error instanceof Error && error.name === 'TimeoutError';
     throw new GatewayError(
       timedOut ? 'AIGW_ERR_UPSTREAM_TIMEOUT' : 'AIGW_ERR_UPSTREAM_UNREACHABLE',

@@ -62,7 +62,7 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
   const { target, endpoint } = input;
   const overrides = target.node.override_params;
   const body = overrides !== undefined && Object.keys(overrides).length > 0 ? { ...input.body, ...overrides } : input.body;
-  const plan = await target.adapter.planRequest({ target, endpoint, body, bodyChanged: body !== input.body });
+  const plan = await target.adapter.planRequest({ target, endpoint, body, bodyChanged: body !== input.body, dispatcher: input.dispatcher });
   const headers = withForwardedHeaders(plan.headers, input.requestHeaders, input.forwardHeaders);
   const url = new URL(plan.url);
   try {

@@ -1,6 +1,7 @@
 // The SSRF guard end to end: custom hosts on loopback/private/metadata addresses are refused
 // unless egress.allow lists them; redirects are never followed.
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
@@ -78,6 +79,38 @@ describe('egress guard (allow list)', () => {
       assert.equal(status, 502);
       assert.match(error?.message ?? '', /redirects are not followed/);
       assert.equal(mock.requests.length, 1);
+    } finally {
+      await harness.close();
+    }
+  });
+});
+
+describe('egress guard on side calls', () => {
+  test("a service account's token_uri on a private address is refused by the egress policy", async () => {
+    const harness = await startHarness({ state: state() });
+    try {
+      const response = await fetch(`${harness.gateway.url}/chat/completions`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-gateway-api-key': TEST_GATEWAY_KEY,
+          'x-gateway-config': JSON.stringify({
+            provider: 'vertex-ai',
+            cloudB_region: 'us-central1',
+            cloudB_project_id: 'my-project',
+            cloudB_service_account_json: {
+              type: 'service_account',
+              client_email: 'x@y.iam.gserviceaccount.com',
+              private_key: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+              token_uri: 'http://10.0.0.1/token',
+            },
+          }),
+        },
+        body: JSON.stringify({ model: 'gemini-2.0-flash', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      const body = (await response.json()) as { error: { code: string } };
+      assert.equal(response.status, 400);
+      assert.equal(body.error.code, 'AIGW_ERR_EGRESS_DENIED');
     } finally {
       await harness.close();
     }

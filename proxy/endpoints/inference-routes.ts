@@ -90,13 +90,13 @@ async function handleInference(
   context.model = body['model'] as string;
 
   const admission = await admit(deps, context, selection.plan, body);
+  const clientAsksUsage = (body['stream_options'] as { include_usage?: unknown } | null | undefined)?.include_usage === true;
   let stripStreamUsage = false;
   let onUsage: ((tokens: number) => void) | undefined;
   if (admission !== undefined && admission.tokenWindows.length > 0) {
     const limiter = deps.rateLimiter as RateLimiter;
     // Token limits need the provider's usage; streams report it only when asked.
-    const asksUsage = (body['stream_options'] as { include_usage?: unknown } | null | undefined)?.include_usage === true;
-    stripStreamUsage = body['stream'] === true && !asksUsage && (endpoint === 'chat.completions' || endpoint === 'completions');
+    stripStreamUsage = body['stream'] === true && !clientAsksUsage && (endpoint === 'chat.completions' || endpoint === 'completions');
     if (stripStreamUsage) {
       body = { ...body, stream_options: { ...(body['stream_options'] as object | undefined), include_usage: true } };
       rawBody = Buffer.from(JSON.stringify(body));
@@ -134,7 +134,7 @@ async function handleInference(
   if (deps.cache !== undefined && cacheRequest !== undefined) {
     cacheFlow = { request: cacheRequest, lookup: await deps.cache.lookup(cacheRequest) };
     countLookup(deps.routing.metrics, cacheFlow.lookup, context, reply);
-    const cached = replyFromCache(reply, cacheFlow.lookup, endpoint, body, context);
+    const cached = replyFromCache(reply, cacheFlow.lookup, endpoint, body['stream'] === true, clientAsksUsage, context);
     if (cached !== undefined) return cached;
   }
 

@@ -85,14 +85,15 @@ export function replyFromCache(
   reply: FastifyReply,
   lookup: CacheLookup,
   endpoint: InferenceEndpoint,
-  body: Record<string, unknown>,
+  stream: boolean,
+  includeUsage: boolean,
   context: RequestContext,
 ): FastifyReply | undefined {
   const answer = lookup.answer;
   if (answer === undefined) return undefined;
   reply.header(HEADER.lastUsedOptionIndex, 'cache');
   reply.header(HEADER.retryAttemptCount, '0');
-  if (body['stream'] !== true) {
+  if (!stream) {
     return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(answer.body);
   }
   let parsed: unknown;
@@ -101,7 +102,6 @@ export function replyFromCache(
   } catch {
     return undefined;
   }
-  const includeUsage = (body['stream_options'] as { include_usage?: unknown } | null | undefined)?.include_usage === true;
   const sse = replayAsSse(endpoint, parsed, { includeUsage });
   if (sse === undefined) return undefined;
   context.ttftMs = Number(process.hrtime.bigint() - context.startedAt) / 1e6;

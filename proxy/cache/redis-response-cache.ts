@@ -18,14 +18,15 @@
 //
 // Failure: every call answers or rejects within commandTimeoutMs (default 100 ms) with
 // CacheStoreUnavailableError — the request path serves it as a MISS (see
-// redis-cache-connection.ts for the connection policy).
+// proxy/redis/fail-fast-redis.ts for the connection policy).
 
 import { decodeAnswer, encodeAnswer, DEFAULT_COMPRESS_ABOVE_BYTES } from './answer-codec.ts';
-import { RedisCacheConnection } from './redis-cache-connection.ts';
+import { FailFastRedis } from '../redis/fail-fast-redis.ts';
 import {
   DEFAULT_MAX_ENTRY_BYTES,
   answerBytes,
   assertValidTtl,
+  CacheStoreUnavailableError,
   positiveInteger,
   type CachedAnswer,
   type ResponseCacheStats,
@@ -125,7 +126,7 @@ interface ResponseCacheScripts {
  * await cache.connect(2_000);
  */
 export class RedisResponseCache implements ResponseCacheStore {
-  readonly #redis: RedisCacheConnection<ResponseCacheScripts>;
+  readonly #redis: FailFastRedis<ResponseCacheScripts>;
   readonly #keys: readonly [index: string, sizes: string, total: string, valuePrefix: string];
   readonly #maxEntries: string;
   readonly #maxBytes: string;
@@ -141,10 +142,11 @@ export class RedisResponseCache implements ResponseCacheStore {
     this.#maxBytes = String(positiveInteger(options.maxBytes ?? 512 * 1024 * 1024, 'maxBytes'));
     this.#maxEntryBytes = positiveInteger(options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES, 'maxEntryBytes');
     this.#compressAbove = options.compressAboveBytes ?? DEFAULT_COMPRESS_ABOVE_BYTES;
-    this.#redis = new RedisCacheConnection<ResponseCacheScripts>({
+    this.#redis = new FailFastRedis<ResponseCacheScripts>({
       url: options.url,
       commandTimeoutMs: options.commandTimeoutMs ?? 100,
       component: 'response cache',
+      unavailable: (message, errorOptions) => new CacheStoreUnavailableError(message, errorOptions),
       scripts: {
         aigwCacheSet: { lua: SET_LUA, numberOfKeys: 3 },
         aigwCacheDelete: { lua: DELETE_LUA, numberOfKeys: 3 },

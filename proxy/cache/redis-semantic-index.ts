@@ -23,8 +23,8 @@
 // (default 100 ms) with CacheStoreUnavailableError; the caller treats it as a MISS.
 
 import { endianness } from 'node:os';
-import { assertValidTtl, positiveInteger } from './response-cache-store.ts';
-import { RedisCacheConnection } from './redis-cache-connection.ts';
+import { assertValidTtl, CacheStoreUnavailableError, positiveInteger } from './response-cache-store.ts';
+import { FailFastRedis } from '../redis/fail-fast-redis.ts';
 import { VectorTable } from './memory-semantic-index.ts';
 import { unitVector, type SemanticIndex, type SemanticIndexStats, type SemanticMatch } from './semantic-cache.ts';
 
@@ -106,7 +106,7 @@ interface SemanticScripts {
  * const index = new RedisSemanticIndex({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
  */
 export class RedisSemanticIndex implements SemanticIndex {
-  readonly #redis: RedisCacheConnection<SemanticScripts>;
+  readonly #redis: FailFastRedis<SemanticScripts>;
   readonly #mirror: VectorTable;
   readonly #prefix: string;
   readonly #maxPerPartition: string;
@@ -118,10 +118,11 @@ export class RedisSemanticIndex implements SemanticIndex {
     this.#maxPerPartition = String(maxPerPartition);
     this.#maxPartitions = String(positiveInteger(options.maxPartitions ?? 64, 'maxPartitions'));
     this.#mirror = new VectorTable({ maxPerPartition, maxEntries: Math.max(maxPerPartition, options.maxMirrorEntries ?? 10_000) });
-    this.#redis = new RedisCacheConnection<SemanticScripts>({
+    this.#redis = new FailFastRedis<SemanticScripts>({
       url: options.url,
       commandTimeoutMs: options.commandTimeoutMs ?? 100,
       component: 'semantic index',
+      unavailable: (message, errorOptions) => new CacheStoreUnavailableError(message, errorOptions),
       scripts: {
         aigwSemAdd: { lua: ADD_LUA, numberOfKeys: 4 },
         aigwSemSync: { lua: SYNC_LUA, numberOfKeys: 2, readOnly: true },

@@ -20,7 +20,7 @@
 // commands are capped, and a socket that stops answering is destroyed and reconnected
 // with backoff in the background.
 
-import { Redis } from 'ioredis';
+import { FailFastRedis, redactRedisUrl } from '../redis/fail-fast-redis.ts';
 import {
   CounterStoreUnavailableError,
   assertValidSpec,
@@ -40,8 +40,6 @@ export interface RedisCounterStoreOptions {
   keyPrefix?: string;
 }
 
-/** Beyond this many unanswered calls, Redis is too slow to be worth waiting on. */
-const MAX_IN_FLIGHT = 10_000;
 
 // Shared by the three scripts; keep it in step with rollWindow / slidingUsage /
 // addToCounts in counter-store.ts (the shared suite checks both stores agree to the bit).
@@ -117,138 +115,55 @@ interface CounterScripts {
  * const d = await store.consume({ key: 'rl:p1:key-a', windowMs: 60_000, limit: 3 }, 1, Date.now());
  */
 export class RedisCounterStore implements RateLimitCounterStore {
-  readonly #client: Redis & CounterScripts;
-  readonly #timeoutMs: number;
+  readonly #redis: FailFastRedis<CounterScripts>;
   readonly #keyPrefix: string;
-  readonly #where: string;
-  #inFlight = 0;
-  #closed = false;
-  #lastError: Error | undefined;
-  #connecting: Promise<void> | undefined;
 
   constructor(options: RedisCounterStoreOptions) {
-    this.#timeoutMs = options.commandTimeoutMs ?? 50;
-    if (!(this.#timeoutMs > 0)) throw new RangeError(`commandTimeoutMs must be positive, got ${options.commandTimeoutMs}`);
     this.#keyPrefix = options.keyPrefix ?? 'aigw:';
-    this.#where = redactRedisUrl(options.url);
-    const client = new Redis(options.url, {
-      commandTimeout: this.#timeoutMs,
-      // Connecting may take longer than one command; calls do not wait for it (see #ready).
-      connectTimeout: Math.max(1_000, this.#timeoutMs * 4),
-      // A socket that stops answering is destroyed so that stuck commands cannot pile up.
-      socketTimeout: Math.max(1_000, this.#timeoutMs * 20),
-      // How long close() lets a socket end gracefully; ioredis's timer outlives an already
-      // dead socket, holding process exit for its full length (default 2 s).
-      disconnectTimeout: 200,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-      // Reconnect forever in the background: 50 ms, 100 ms, … capped at 2 s, plus jitter.
-      retryStrategy: (times) => Math.min(2_000, 25 * 2 ** Math.min(times, 7)) + Math.floor(Math.random() * 50),
-      // Concurrent calls share one write per tick.
-      enableAutoPipelining: true,
+    this.#redis = new FailFastRedis<CounterScripts>({
+      url: options.url,
+      commandTimeoutMs: options.commandTimeoutMs ?? 50,
+      component: 'rate-limit counter store',
       scripts: {
         aigwConsume: { lua: CONSUME_LUA, numberOfKeys: 1 },
         aigwPeek: { lua: PEEK_LUA, numberOfKeys: 1, readOnly: true },
         aigwAdd: { lua: ADD_LUA, numberOfKeys: 1 },
       },
+      unavailable: (message, errorOptions) => new CounterStoreUnavailableError(message, errorOptions),
     });
-    // Without a listener ioredis prints every connection error; keep the latest as the cause.
-    client.on('error', (error: Error) => {
-      this.#lastError = error;
-    });
-    // `scripts` adds the methods at run time; the cast only names them for TypeScript.
-    this.#client = client as Redis & CounterScripts;
   }
 
   async consume(spec: WindowSpec, cost: number, now: number): Promise<CounterDecision> {
     assertValidSpec(spec, cost, 'cost');
-    const [admitted, ...counts] = await this.#call(() =>
-      this.#client.aigwConsume(this.#key(spec), String(now), String(spec.windowMs), String(spec.limit), String(cost)),
+    const [admitted, ...counts] = await this.#redis.call((client) =>
+      client.aigwConsume(this.#key(spec), String(now), String(spec.windowMs), String(spec.limit), String(cost)),
     );
     return decideFromCounts(spec, admitted === 1, toCounts(counts), now);
   }
 
   async peek(spec: WindowSpec, now: number): Promise<CounterDecision> {
     assertValidSpec(spec, 0, null);
-    const counts = await this.#call(() => this.#client.aigwPeek(this.#key(spec), String(now), String(spec.windowMs)));
+    const counts = await this.#redis.call((client) => client.aigwPeek(this.#key(spec), String(now), String(spec.windowMs)));
     const decision = decideFromCounts(spec, false, toCounts(counts), now);
     return { ...decision, allowed: decision.used < spec.limit };
   }
 
   async add(spec: WindowSpec, amount: number, now: number): Promise<void> {
     assertValidSpec(spec, amount, 'amount');
-    await this.#call(() => this.#client.aigwAdd(this.#key(spec), String(now), String(spec.windowMs), String(amount)));
+    await this.#redis.call((client) => client.aigwAdd(this.#key(spec), String(now), String(spec.windowMs), String(amount)));
   }
 
   /** Waits (bounded) for the connection and loads the scripts, so the first requests do not fail open. */
   async connect(timeoutMs: number): Promise<void> {
-    await withDeadline(this.#ready(), timeoutMs);
-    await withDeadline(this.#client.aigwPeek(`${this.#keyPrefix}warm-up`, String(Date.now()), '60000'), timeoutMs);
+    await this.#redis.connect(timeoutMs, (client) => client.aigwPeek(`${this.#keyPrefix}warm-up`, String(Date.now()), '60000'));
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    if (this.#client.status === 'ready') {
-      // QUIT lets Redis finish what it has; do not wait on a slow one.
-      await withDeadline(this.#client.quit(), this.#timeoutMs * 4).catch(() => undefined);
-    }
-    this.#client.disconnect();
+    await this.#redis.close();
   }
 
   #key(spec: WindowSpec): string {
     return `${this.#keyPrefix}${spec.key}:${spec.windowMs}`;
-  }
-
-  /** Runs one script call within the deadline; every failure becomes CounterStoreUnavailableError. */
-  async #call<T>(send: () => Promise<T>): Promise<T> {
-    if (this.#closed) throw new CounterStoreUnavailableError(`rate-limit counter store at ${this.#where} is closed`);
-    if (this.#inFlight >= MAX_IN_FLIGHT) {
-      throw new CounterStoreUnavailableError(`rate-limit counter store at ${this.#where} is not keeping up (${MAX_IN_FLIGHT} calls in flight)`);
-    }
-    this.#inFlight++;
-    try {
-      return await withDeadline(this.#ready().then(send), this.#timeoutMs);
-    } catch (cause) {
-      const reason = cause instanceof Error ? cause.message : String(cause);
-      throw new CounterStoreUnavailableError(`rate-limit counter store at ${this.#where} unavailable: ${reason}`, { cause });
-    } finally {
-      this.#inFlight--;
-    }
-  }
-
-  /**
-   * Resolves when commands can be sent. While the first connection (or a reconnection) is
-   * being made, calls wait for it — bounded by their deadline; while Redis is known to be
-   * down (between reconnect attempts), they fail at once rather than add latency.
-   */
-  #ready(): Promise<void> {
-    const client = this.#client;
-    switch (client.status) {
-      case 'ready':
-        return Promise.resolve();
-      case 'wait':
-      case 'connecting':
-      case 'connect':
-        // One pair of listeners per connection attempt, however many calls wait on it.
-        this.#connecting ??= new Promise<void>((resolve, reject) => {
-          const settle = (error?: Error): void => {
-            client.off('ready', onReady);
-            client.off('close', onClose);
-            this.#connecting = undefined;
-            if (error === undefined) resolve();
-            else reject(error);
-          };
-          const onReady = (): void => settle();
-          const onClose = (): void => settle(this.#lastError ?? new Error('connection closed'));
-          client.on('ready', onReady);
-          client.on('close', onClose);
-        });
-        return this.#connecting;
-      default:
-        return Promise.reject(this.#lastError ?? new Error(`connection is ${client.status}`));
-    }
   }
 }
 
@@ -256,24 +171,4 @@ function toCounts([previous, current, window]: CountsReply): WindowCounts {
   return { window: Number(window), previous: Number(previous), current: Number(current) };
 }
 
-/** Rejects after `ms` unless `promise` settles first; the timer never keeps the process alive. */
-function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    timer.unref();
-  });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
-}
-
-/** The URL with any password masked, for messages and logs. */
-export function redactRedisUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return '<invalid Redis URL>';
-  }
-  if (parsed.password !== '') parsed.password = '***';
-  return parsed.toString();
-}
+export { redactRedisUrl };

@@ -1,18 +1,14 @@
-// One ioredis client for a cache component (response store or semantic index), with the
-// failure behaviour the cache needs: every call answers or rejects within a short deadline
-// with CacheStoreUnavailableError (code AIGW_ERR_STORE_UNAVAILABLE), which the request path
-// treats as a MISS. Nothing is queued while disconnected (enableOfflineQueue off), nothing
-// is resent after a reconnect, in-flight calls are capped, and a socket that stops
-// answering is destroyed and reconnected with backoff in the background.
-//
-// The same choices as proxy/ratelimit/redis-counter-store.ts; a shared proxy/redis/ module
-// can take both once a third store needs it.
+// One ioredis client for a store on the request path (rate-limit counters, response cache,
+// semantic index), with the failure behaviour those stores need: every call answers or
+// rejects within a short deadline with the store's "unavailable" error (code
+// AIGW_ERR_STORE_UNAVAILABLE), which the caller turns into fail-open, fail-closed or a MISS.
+// Nothing is queued while disconnected (enableOfflineQueue off), nothing is resent after a
+// reconnect (a resent consume would count twice), in-flight calls are capped, and a socket
+// that stops answering is destroyed and reconnected with backoff in the background.
 
 import { Redis, type RedisOptions } from 'ioredis';
-import { redactRedisUrl } from '../ratelimit/redis-counter-store.ts';
-import { CacheStoreUnavailableError } from './response-cache-store.ts';
 
-export interface RedisCacheConnectionOptions {
+export interface FailFastRedisOptions {
   /** redis:// or rediss:// URL; its password is never logged or put in errors. */
   readonly url: string;
   /** Longest a call may take before it rejects as unavailable. */
@@ -21,27 +17,43 @@ export interface RedisCacheConnectionOptions {
   readonly component: string;
   /** Lua scripts to define on the client (ioredis `scripts`). */
   readonly scripts: NonNullable<RedisOptions['scripts']>;
+  /** Builds the store's "unavailable" error. */
+  readonly unavailable: (message: string, options?: { cause?: unknown }) => Error;
+}
+
+/** The URL with any password replaced, for messages and logs. */
+export function redactRedisUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return '<invalid Redis URL>';
+  }
+  if (parsed.password !== '') parsed.password = '***';
+  return parsed.toString();
 }
 
 /** Beyond this many unanswered calls, Redis is too slow to be worth waiting on. */
 const MAX_IN_FLIGHT = 10_000;
 
 /** A Redis client whose calls fail fast; `S` names the methods `scripts` defines. */
-export class RedisCacheConnection<S extends object> {
+export class FailFastRedis<S extends object> {
   readonly client: Redis & S;
   readonly #timeoutMs: number;
   readonly #where: string;
   readonly #component: string;
+  readonly #unavailable: FailFastRedisOptions['unavailable'];
   #inFlight = 0;
   #closed = false;
   #lastError: Error | undefined;
   #connecting: Promise<void> | undefined;
 
-  constructor(options: RedisCacheConnectionOptions) {
+  constructor(options: FailFastRedisOptions) {
     this.#timeoutMs = options.commandTimeoutMs;
     if (!(this.#timeoutMs > 0)) throw new RangeError(`commandTimeoutMs must be positive, got ${options.commandTimeoutMs}`);
     this.#where = redactRedisUrl(options.url);
     this.#component = options.component;
+    this.#unavailable = options.unavailable;
     const client = new Redis(options.url, {
       commandTimeout: this.#timeoutMs,
       // Connecting may take longer than one command; calls do not wait for it (see #ready).
@@ -63,11 +75,11 @@ export class RedisCacheConnection<S extends object> {
     this.client = client as Redis & S;
   }
 
-  /** Runs `send` within the deadline; every failure becomes CacheStoreUnavailableError. */
+  /** Runs `send` within the deadline; every failure becomes the store's "unavailable" error. */
   async call<T>(send: (client: Redis & S) => Promise<T>): Promise<T> {
-    if (this.#closed) throw new CacheStoreUnavailableError(`${this.#component} at ${this.#where} is closed`);
+    if (this.#closed) throw this.#unavailable(`${this.#component} at ${this.#where} is closed`);
     if (this.#inFlight >= MAX_IN_FLIGHT) {
-      throw new CacheStoreUnavailableError(`${this.#component} at ${this.#where} is not keeping up (${MAX_IN_FLIGHT} calls in flight)`);
+      throw this.#unavailable(`${this.#component} at ${this.#where} is not keeping up (${MAX_IN_FLIGHT} calls in flight)`);
     }
     this.#inFlight++;
     try {
@@ -77,7 +89,7 @@ export class RedisCacheConnection<S extends object> {
       );
     } catch (cause) {
       const reason = cause instanceof Error ? cause.message : String(cause);
-      throw new CacheStoreUnavailableError(`${this.#component} at ${this.#where} unavailable: ${reason}`, { cause });
+      throw this.#unavailable(`${this.#component} at ${this.#where} unavailable: ${reason}`, { cause });
     } finally {
       this.#inFlight--;
     }

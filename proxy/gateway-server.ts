@@ -123,8 +123,9 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     if (route === '/metrics' || route === '/health' || route === '/ready') return;
     const status = reply.statusCode;
     observeRequest(metrics, context, route, status);
-    logRequest(logger, context, request.method, route, status);
-    if (options.requestSink !== undefined && route.startsWith('/v1/')) options.requestSink(recordOf(context, request.method, route, status));
+    const record = recordOf(context, request.method, route, status);
+    logRequest(logger, record, context.clientAborted);
+    if (options.requestSink !== undefined && route.startsWith('/v1/')) options.requestSink(record);
   });
 
   app.setErrorHandler((error: FastifyError | GatewayError, request, reply) => sendError(error, request, reply, logger));

@@ -1,5 +1,5 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
-import type { RequestContext } from '../request-context.ts';
+import type { RequestRecord } from './request-record.ts';
 
 // One JSON line per request, written asynchronously (pino's sonic-boom) so logging stays
 // off the response's critical path. Only known fields are logged — never headers or bodies
@@ -37,31 +37,31 @@ export function createGatewayLogger(options: LoggerOptions = {}): Logger {
   return pino({ level: options.level ?? 'info', base: undefined, timestamp: cachedIsoTime }, destination);
 }
 
-export function logRequest(logger: Logger, context: RequestContext, method: string, route: string, status: number): void {
-  const latencyMs = Number(process.hrtime.bigint() - context.startedAt) / 1e6;
+/** The request's log line, from the same record the request log store keeps. */
+export function logRequest(logger: Logger, record: RequestRecord, clientAborted: boolean): void {
   logger.info(
     {
-      trace_id: context.traceId,
-      method,
-      route,
-      status: context.clientAborted ? 499 : status,
-      latency_ms: Math.round(latencyMs * 1000) / 1000,
-      api_key_id: context.apiKey?.id,
-      workspace: context.apiKey?.workspace,
-      config_id: context.configId,
-      provider: context.provider,
-      model: context.model,
-      target: context.targetPath,
-      retries: context.retries,
-      ttft_ms: context.ttftMs === undefined ? undefined : Math.round(context.ttftMs * 1000) / 1000,
-      prompt_tokens: context.usage?.prompt,
-      completion_tokens: context.usage?.completion,
-      total_tokens: context.usage?.total,
-      cache_status: context.cacheStatus,
-      guardrail_verdict: context.guardrailVerdict,
-      metadata: context.metadata,
-      error_code: context.errorCode,
-      client_aborted: context.clientAborted || undefined,
+      trace_id: record.traceId,
+      method: record.method,
+      route: record.route,
+      status: record.status,
+      latency_ms: Math.round(record.latencyMs * 1000) / 1000,
+      api_key_id: record.apiKeyId,
+      workspace: record.workspace,
+      config_id: record.configId,
+      provider: record.provider,
+      model: record.model,
+      target: record.targetPath,
+      retries: record.retries,
+      ttft_ms: record.ttftMs === undefined ? undefined : Math.round(record.ttftMs * 1000) / 1000,
+      prompt_tokens: record.promptTokens,
+      completion_tokens: record.completionTokens,
+      total_tokens: record.totalTokens,
+      cache_status: record.cacheStatus,
+      guardrail_verdict: record.guardrailVerdict,
+      metadata: record.metadata,
+      error_code: record.errorCode,
+      client_aborted: clientAborted || undefined,
     },
     'request',
   );

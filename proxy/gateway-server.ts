@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { authenticateApiKey } from './auth/api-key-auth.ts';
-import type { GatewayScope, GatewayState } from './config/gateway-state.ts';
+import { authenticateMatchedRoute, isPublicRoute, PUBLIC_ROUTE } from './auth/route-access.ts';
+import type { GatewayState } from './config/gateway-state.ts';
 import { registerInferenceRoutes, type InferenceDeps } from './endpoints/inference-routes.ts';
 import { GatewayError, isGatewayError, toErrorBody } from './errors.ts';
 import { HEADER, headerValue } from './gateway-headers.ts';
@@ -40,6 +40,15 @@ export interface GatewayServer {
   swapState(state: GatewayState): void;
   /** Readiness goes false (e.g. while draining). */
   setReady(ready: boolean): void;
+  /** Every route registered so far, with who may call it (for the default-deny test and docs). */
+  routes(): readonly RegisteredRoute[];
+}
+
+export interface RegisteredRoute {
+  readonly method: string;
+  readonly url: string;
+  readonly public: boolean;
+  readonly scope: string | undefined;
 }
 
 export const DEFAULT_BODY_LIMIT = 20 * 1024 * 1024;
@@ -68,6 +77,17 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     requestTimeout: 120_000,
     requestIdHeader: false,
     routerOptions: { ignoreTrailingSlash: true },
+    // Malformed HTTP (400) and oversized headers (431) still answer in the OpenAI shape.
+    clientErrorHandler: answerClientError,
+  });
+
+  const routes: RegisteredRoute[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (method === 'HEAD') continue;
+      routes.push({ method, url: route.url, public: route.config?.public === true, scope: route.config?.gatewayScope });
+    }
   });
 
   // Headers must arrive promptly; bodies within requestTimeout.
@@ -75,8 +95,9 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   app.decorateRequest('gateway', null as never);
   app.decorateRequest('rawBody', undefined);
 
-  // Keep the raw bytes and parse them once; the bytes are what gets forwarded.
-  app.removeContentTypeParser('application/json');
+  // Keep the raw bytes and parse them once; the bytes are what gets forwarded. JSON only:
+  // text/plain (Fastify's other default) is a 415, not a string body.
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
     const raw = body as Buffer;
     request.rawBody = raw;
@@ -99,20 +120,19 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     inFlight--;
   };
 
+  // Default deny, decided on the route that matched (auth/route-access.ts).
   app.addHook('onRequest', async (request, reply) => {
     const traceId = traceIdFor(headerValue(request.headers[HEADER.traceId]));
     request.gateway = newRequestContext(traceId, state);
     reply.header(HEADER.traceId, traceId);
-    if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
+    if (isPublicRoute(request)) return;
     if (inFlight >= maxInFlight) {
       metrics.overloadRejections.inc();
       throw new GatewayError('AIGW_ERR_OVERLOADED', 'The gateway is at capacity; retry shortly.', { headers: { 'retry-after': '1' } });
     }
     inFlight++;
     reply.raw.once('close', release);
-    // Routes declare the scope they need; the rest (incl. unknown routes) need a valid key.
-    const scope = (request.routeOptions.config as { gatewayScope?: GatewayScope } | undefined)?.gatewayScope;
-    request.gateway.apiKey = authenticateApiKey(request.gateway.state, request.headers[HEADER.apiKey], scope);
+    request.gateway.apiKey = authenticateMatchedRoute(request, request.gateway.state);
     request.gateway.metadata = parseMetadata(headerValue(request.headers[HEADER.metadata]));
   });
 
@@ -134,12 +154,12 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     return sendError(error, request, reply, logger);
   });
 
-  app.get('/health', async () => ({ status: 'ok' }));
-  app.get('/ready', async (_request, reply) => {
+  app.get('/health', PUBLIC_ROUTE, async () => ({ status: 'ok' }));
+  app.get('/ready', PUBLIC_ROUTE, async (_request, reply) => {
     if (!ready) return reply.code(503).send({ status: 'draining' });
     return { status: 'ready', config_hash: state.hash };
   });
-  app.get('/metrics', async (_request, reply) => {
+  app.get('/metrics', PUBLIC_ROUTE, async (_request, reply) => {
     reply.header('content-type', metrics.registry.contentType);
     return metrics.registry.metrics();
   });
@@ -157,6 +177,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     setReady(value) {
       ready = value;
     },
+    routes: () => routes,
   };
 }
 
@@ -187,9 +208,32 @@ function recordOf(context: RequestContext, method: string, route: string, status
   };
 }
 
+// A client's trace id is echoed and logged: printable ASCII only, bounded.
+const TRACE_ID = /^[\x21-\x7e]+$/;
+
 function traceIdFor(presented: string | undefined): string {
-  if (presented !== undefined && presented !== '' && presented.length <= MAX_TRACE_ID_LENGTH) return presented;
+  if (presented !== undefined && presented.length <= MAX_TRACE_ID_LENGTH && TRACE_ID.test(presented)) return presented;
   return randomUUID();
+}
+
+// Node's HTTP parser rejects the request before Fastify sees it; answer in the OpenAI shape
+// and close (the connection's framing can no longer be trusted).
+function answerClientError(error: Error & { code?: string }, socket: import('node:net').Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const gatewayError =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? new GatewayError('AIGW_ERR_HEADERS_TOO_LARGE', 'Request headers are too large.')
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new GatewayError('AIGW_ERR_REQUEST_TIMEOUT', 'The request was not received in time.')
+        : new GatewayError('AIGW_ERR_MALFORMED_REQUEST', 'The request is not valid HTTP.');
+  const body = JSON.stringify(toErrorBody(gatewayError));
+  const reason = gatewayError.status === 431 ? 'Request Header Fields Too Large' : gatewayError.status === 408 ? 'Request Timeout' : 'Bad Request';
+  socket.end(
+    `HTTP/1.1 ${gatewayError.status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 function parseMetadata(value: string | undefined): Record<string, unknown> | undefined {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { API_KEY_HEADER, authenticateApiKey } from '../../proxy/auth/api-key-auth.ts';
-import type { GatewayScope, GatewayState } from '../../proxy/config/gateway-state.ts';
+import { authenticateMatchedRoute, isPublicRoute, PUBLIC_ROUTE } from '../../proxy/auth/route-access.ts';
+import type { GatewayState } from '../../proxy/config/gateway-state.ts';
 import { GatewayError, isGatewayError, toErrorBody } from '../../proxy/errors.ts';
 import type { RateLimitPolicy } from '../../proxy/ratelimit/policy-schema.ts';
 import type { PolicyStore } from '../../proxy/ratelimit/policy-store.ts';
@@ -42,12 +42,12 @@ export async function startOperatorApi(options: OperatorApiOptions): Promise<Ope
     const presented = request.headers[TRACE_HEADER];
     const traceId = typeof presented === 'string' && presented !== '' && presented.length <= 256 ? presented : randomUUID();
     reply.header(TRACE_HEADER, traceId);
-    if (!request.url.startsWith('/v1/')) return;
+    // Default deny on the matched route, as in the proxy (proxy/auth/route-access.ts).
+    if (isPublicRoute(request)) return;
     const state = options.currentState();
     if (state === undefined) throw new GatewayError('AIGW_ERR_STORE_UNAVAILABLE', 'The control plane is starting (custom resources not listed yet); retry shortly.');
     request.gateway = newRequestContext(traceId, state);
-    const scope = (request.routeOptions.config as { gatewayScope?: GatewayScope } | undefined)?.gatewayScope;
-    request.gateway.apiKey = authenticateApiKey(state, request.headers[API_KEY_HEADER], scope);
+    request.gateway.apiKey = authenticateMatchedRoute(request, state);
   });
 
   app.setErrorHandler((error: FastifyError | GatewayError, request, reply) => {
@@ -64,7 +64,7 @@ export async function startOperatorApi(options: OperatorApiOptions): Promise<Ope
     return reply.code(404).send(toErrorBody(error));
   });
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/healthz', PUBLIC_ROUTE, async () => ({ status: 'ok' }));
   await app.register(policyRoutes({ store: options.policyStore, statePolicies: options.statePolicies }));
   await app.register(promptRoutes({ getPrompt: (id) => options.currentState()?.prompts.get(id) }));
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
-import { HEADER, headerValue } from '../gateway-headers.ts';
+import { HEADER, headerValue, integerHeader } from '../gateway-headers.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
 import { applyPrompt } from '../prompts/apply-prompt.ts';
 import type { RateLimitPolicy } from '../ratelimit/policy-schema.ts';
@@ -274,14 +274,7 @@ function providerNamed(plan: PlanNode, state: GatewayState): string | undefined 
 }
 
 function parseRequestTimeout(value: string | undefined): number | undefined {
-  if (value === undefined || value === '') return undefined;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1 || parsed > MAX_REQUEST_TIMEOUT_MS) {
-    throw new GatewayError('AIGW_ERR_INVALID_HEADER', `${HEADER.requestTimeout} must be an integer number of milliseconds (1–${MAX_REQUEST_TIMEOUT_MS}).`, {
-      param: HEADER.requestTimeout,
-    });
-  }
-  return parsed;
+  return integerHeader(value, HEADER.requestTimeout, 1, MAX_REQUEST_TIMEOUT_MS);
 }
 
 const NO_HEADERS: readonly string[] = [];

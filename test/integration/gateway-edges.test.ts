@@ -139,7 +139,11 @@ describe('request validation', () => {
     const response = await post('/v1/not-a-route', CHAT);
     assert.equal(response.status, 404);
     assert.equal((await errorOf(response)).error.type, 'not_found_error');
-    const root = await fetch(`${harness.gateway.origin}/nowhere`);
+    // Default deny: an unknown route needs a key before it is told apart from a known one.
+    const anonymous = await fetch(`${harness.gateway.origin}/nowhere`);
+    assert.equal(anonymous.status, 401);
+    await errorOf(anonymous);
+    const root = await fetch(`${harness.gateway.origin}/nowhere`, { headers: { 'x-gateway-api-key': TEST_GATEWAY_KEY } });
     assert.equal(root.status, 404);
     await errorOf(root);
   });

@@ -1,0 +1,33 @@
+import type { FastifyRequest } from 'fastify';
+import type { GatewayApiKey, GatewayScope, GatewayState } from '../config/gateway-state.ts';
+import { API_KEY_HEADER, authenticateApiKey } from './api-key-auth.ts';
+
+// Who may call a route is decided from the route Fastify actually matched (its options),
+// never from the raw URL: `/%76%31/logs`, `http://x/v1/logs`, `//v1/logs` and `/v1/logs/`
+// all reach the same handler, so they must all meet the same check. Every route needs a
+// key unless its options say `public: true`; unmatched URLs (the 404 handler) need one too.
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The scope a key needs on this route (undefined: any valid key). */
+    gatewayScope?: GatewayScope | undefined;
+    /** Served without a key (health, readiness, metrics). Keep this list short. */
+    public?: boolean;
+  }
+}
+
+/** Route options for a route anyone may call. */
+export const PUBLIC_ROUTE = { config: { public: true } } as const;
+
+/** True when the matched route is explicitly public. */
+export function isPublicRoute(request: FastifyRequest): boolean {
+  return request.routeOptions.config?.public === true;
+}
+
+/**
+ * Authenticates the request against the route it matched: 401 without a valid key, 403
+ * without the route's scope. Throws for public routes' callers never (they are skipped).
+ */
+export function authenticateMatchedRoute(request: FastifyRequest, state: GatewayState): GatewayApiKey {
+  return authenticateApiKey(state, request.headers[API_KEY_HEADER], request.routeOptions.config?.gatewayScope);
+}

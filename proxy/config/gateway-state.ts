@@ -163,7 +163,7 @@ export function buildGatewayState(
 function compileSaved(config: RoutingConfig, guardrails: ReadonlyMap<string, GuardrailEntry>): PlanNode | string[] {
   let plan: PlanNode;
   try {
-    plan = compileRoutingPlan(config);
+    plan = compileRoutingPlan(config, 'operator');
   } catch (error) {
     if (error instanceof PlanCompileError) return error.issues;
     throw error;

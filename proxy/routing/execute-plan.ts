@@ -139,7 +139,7 @@ async function runConditional(node: PlanNode, request: WalkRequest, progress: Wa
 
 async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
   const { runtime } = request;
-  const target = resolveTarget(node.settings, node.path, request.state, request.headers);
+  const target = resolveTarget(node.settings, node.path, request.state, request.headers, node.origin);
   progress.lastPath = node.path;
   progress.lastTarget = target;
   if (!target.adapter.supportsEndpoint(request.endpoint)) {
@@ -222,13 +222,13 @@ function nodeAvailable(node: PlanNode, request: WalkRequest): boolean {
   if (node.mode !== undefined) return node.children.some((child) => nodeAvailable(child, request));
   const breaker = node.settings.cb_config;
   if (breaker === undefined) return true;
-  const target = resolveTarget(node.settings, node.path, request.state, request.headers);
+  const target = resolveTarget(node.settings, node.path, request.state, request.headers, node.origin);
   return request.runtime.breakers.isAvailable(breakerId(node, target, request), breaker);
 }
 
 function leafLabels(node: PlanNode, request: WalkRequest): string[] {
   if (node.mode !== undefined) return node.children.flatMap((child) => leafLabels(child, request));
-  const target = resolveTarget(node.settings, node.path, request.state, request.headers);
+  const target = resolveTarget(node.settings, node.path, request.state, request.headers, node.origin);
   return [targetLabel(node, target, request)];
 }
 

@@ -5,11 +5,14 @@ import { GatewayError } from '../errors.ts';
 import { HEADER } from '../gateway-headers.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { catalogEntry, catalogNames, GENERIC_COMPATIBLE_ADAPTER, NON_COMPATIBLE_FAMILIES } from '../providers/provider-catalog.ts';
+import type { ConfigOrigin } from './routing-plan.ts';
 
 // A leaf of the config tree → the concrete upstream it calls. Pure: looks only at the
 // node, the snapshot and the request headers (for x-gateway-cloud* settings). Saved
 // providers (`@slug`, virtual keys) supply their own credentials and host; a node's
-// custom_host overrides the host.
+// custom_host overrides the host — but only in configs the operator wrote. A saved
+// credential goes only to the host configured with it (DESIGN.md §8): in a config the
+// request wrote, a saved provider's target must resolve to that provider's own origin.
 
 const NO_HEADERS: IncomingHttpHeaders = {};
 
@@ -22,10 +25,12 @@ export function resolveTarget(
   path: string,
   state: GatewayState,
   requestHeaders: IncomingHttpHeaders = NO_HEADERS,
+  origin: ConfigOrigin = 'request',
 ): ResolvedTarget {
   const known = resolved.get(state)?.get(node);
   if (known !== undefined && known.path === path) return known;
   const target = resolveUncached(node, path, state, requestHeaders);
+  if (origin === 'request') checkCredentialHost(target, node, state);
   if (catalogEntry(target.provider)?.resolveOptions === undefined) {
     let perState = resolved.get(state);
     if (perState === undefined) {
@@ -86,6 +91,64 @@ function resolveUncached(node: RoutingConfig, path: string, state: GatewayState,
     options: family?.options ?? {},
     node,
   };
+}
+
+/**
+ * Refuses a request-written target that would send a saved credential anywhere but the
+ * saved provider's own origin (its operator-set custom host, or the provider's public API).
+ * Provider-owned regional hosts (Vertex AI, Bedrock) count as the provider's own.
+ */
+function checkCredentialHost(target: ResolvedTarget, node: RoutingConfig, state: GatewayState): void {
+  const saved = savedProviderFor(node, state);
+  if (saved === undefined) return;
+  const which = node.virtual_key !== undefined ? `virtual key "${node.virtual_key}"` : `saved provider "@${saved.slug}"`;
+  if (node.custom_host !== undefined) {
+    throw new GatewayError(
+      'AIGW_ERR_CREDENTIAL_HOST_CONFLICT',
+      `A custom host from the request cannot be used with ${which}: its credentials go only to the host configured with it. Send your own provider key with a custom host instead.`,
+      { param: HEADER.customHost },
+    );
+  }
+  const home = homeOrigin(saved, state);
+  const chosen = new URL(target.baseUrl);
+  if (home !== undefined && (chosen.origin === home || providerOwnsBoth(saved.provider, home, chosen.hostname))) return;
+  throw new GatewayError(
+    'AIGW_ERR_CREDENTIAL_HOST_CONFLICT',
+    `The request chose a host (${chosen.host}) for ${which}; its credentials go only to the host configured with it.`,
+    { param: HEADER.config },
+  );
+}
+
+// The origin a saved provider resolves to from operator-written settings alone, per snapshot.
+const homes = new WeakMap<GatewayState, Map<string, string | undefined>>();
+
+function homeOrigin(saved: SavedProvider, state: GatewayState): string | undefined {
+  let perState = homes.get(state);
+  if (perState === undefined) {
+    perState = new Map();
+    homes.set(state, perState);
+  }
+  if (perState.has(saved.slug)) return perState.get(saved.slug);
+  let origin: string | undefined;
+  try {
+    origin = new URL(resolveUncached({ provider: `@${saved.slug}` }, 'provider', state, NO_HEADERS).baseUrl).origin;
+  } catch {
+    origin = undefined; // the operator set no host of its own: the request may not pick one
+  }
+  perState.set(saved.slug, origin);
+  return origin;
+}
+
+// Regional endpoints whose every host belongs to the provider (region names are validated
+// before they reach the host name).
+const PROVIDER_HOSTS: Readonly<Record<string, RegExp>> = {
+  'vertex-ai': /^(?:[a-z][a-z0-9-]{1,62}-)?aiplatform\.googleapis\.com$/,
+  bedrock: /^bedrock-runtime\.[a-z][a-z0-9-]{1,62}\.amazonaws\.com$/,
+};
+
+function providerOwnsBoth(provider: string, home: string, chosenHost: string): boolean {
+  const pattern = PROVIDER_HOSTS[provider];
+  return pattern !== undefined && pattern.test(new URL(home).hostname) && pattern.test(chosenHost);
 }
 
 function savedProviderFor(node: RoutingConfig, state: GatewayState): SavedProvider | undefined {

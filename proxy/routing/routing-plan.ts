@@ -6,9 +6,17 @@ import { compileQuery, QueryCompileError, type QueryPredicate } from './conditio
 // per-request walk only reads. Saved configs compile at load; inline configs per distinct
 // header value (cached by the caller).
 
+/**
+ * Who wrote a config: the operator (saved configs from the state file or custom resources)
+ * or the request (x-gateway-config JSON, provider headers). A request-written config may
+ * name a host only for credentials it brings itself (routing/resolve-target.ts).
+ */
+export type ConfigOrigin = 'operator' | 'request';
+
 export interface PlanNode {
   /** `config`, `config.targets[1]`, `config.targets[0].targets[2]` */
   readonly path: string;
+  readonly origin: ConfigOrigin;
   readonly name: string | undefined;
   /** loadbalance weight (default 1). */
   readonly weight: number;
@@ -47,9 +55,9 @@ const INHERITED_KEYS = [
 ] as const satisfies ReadonlyArray<keyof RoutingConfig>;
 
 /** Compiles a validated config; throws PlanCompileError for problems only compilation sees. */
-export function compileRoutingPlan(config: RoutingConfig): PlanNode {
+export function compileRoutingPlan(config: RoutingConfig, origin: ConfigOrigin): PlanNode {
   const issues: string[] = [];
-  const root = compileNode(config, undefined, 'config', undefined, issues);
+  const root = compileNode(config, undefined, 'config', undefined, origin, issues);
   if (issues.length > 0) throw new PlanCompileError(issues);
   return root;
 }
@@ -75,6 +83,7 @@ function compileNode(
   parent: RoutingConfig | undefined,
   path: string,
   strategyFallbackOn: readonly number[] | undefined,
+  origin: ConfigOrigin,
   issues: string[],
 ): PlanNode {
   const settings = inheritSettings(parent, config);
@@ -82,7 +91,7 @@ function compileNode(
   const targets = config.targets ?? [];
   const mode = config.strategy?.mode ?? (targets.length > 0 ? 'single' : undefined);
   const children = targets.map((target, index) =>
-    compileNode(target, settings, `${path}.targets[${index}]`, config.strategy?.on_status_codes, issues),
+    compileNode(target, settings, `${path}.targets[${index}]`, config.strategy?.on_status_codes, origin, issues),
   );
 
   const conditions: Array<{ test: QueryPredicate; child: PlanNode }> = [];
@@ -110,6 +119,7 @@ function compileNode(
 
   return {
     path,
+    origin,
     name: config.name,
     weight: config.weight ?? 1,
     settings,

@@ -89,7 +89,7 @@ function compileCached(key: string, config: RoutingConfig): PlanNode {
 
 function compileInline(config: RoutingConfig): PlanNode {
   try {
-    return compileRoutingPlan(config);
+    return compileRoutingPlan(config, 'request');
   } catch (error) {
     if (!(error instanceof PlanCompileError)) throw error;
     throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `Invalid config in ${HEADER.config}: ${formatConfigIssues(error.issues)}`, {
@@ -100,7 +100,16 @@ function compileInline(config: RoutingConfig): PlanNode {
 
 function providerFromHeaders(headers: IncomingHttpHeaders): RoutingConfig | undefined {
   const virtualKey = headerValue(headers[HEADER.virtualKey]);
-  if (virtualKey !== undefined && virtualKey !== '') return { virtual_key: virtualKey };
+  if (virtualKey !== undefined && virtualKey !== '') {
+    if (headerValue(headers[HEADER.customHost]) !== undefined) {
+      throw new GatewayError(
+        'AIGW_ERR_CREDENTIAL_HOST_CONFLICT',
+        `${HEADER.customHost} cannot be used with ${HEADER.virtualKey}: a saved credential goes only to the host configured with it.`,
+        { param: HEADER.customHost },
+      );
+    }
+    return { virtual_key: virtualKey };
+  }
   const provider = headerValue(headers[HEADER.provider]);
   if (provider === undefined || provider === '') {
     if (headerValue(headers[HEADER.customHost]) !== undefined) {

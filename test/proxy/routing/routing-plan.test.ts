@@ -47,7 +47,7 @@ describe('inheritance parent → child', () => {
       retry: { attempts: 3 },
       override_params: { a: 1 },
       targets: [{ strategy: { mode: 'loadbalance' }, override_params: { b: 2 }, targets: [{ provider: 'openai', api_key: 'k', override_params: { c: 3 } }] }],
-    });
+    }, 'operator');
     const leaf = plan.children[0]?.children[0];
     assert.equal(leaf?.path, 'config.targets[0].targets[0]');
     assert.deepEqual(leaf?.settings.retry, { attempts: 3 });
@@ -58,7 +58,7 @@ describe('inheritance parent → child', () => {
     const plan = compileRoutingPlan({
       strategy: { mode: 'fallback', on_status_codes: [429] },
       targets: [{ provider: 'openai', api_key: 'k' }, { provider: 'openai', api_key: 'k', on_status_codes: [500] }],
-    });
+    }, 'operator');
     assert.deepEqual([...(plan.children[0]?.fallbackOn ?? [])], [429]);
     assert.deepEqual([...(plan.children[1]?.fallbackOn ?? [])], [500]);
   });
@@ -69,7 +69,7 @@ describe('inheritance parent → child', () => {
         compileRoutingPlan({
           strategy: { mode: 'conditional', conditions: [{ query: { 'metadata.x': { $bad: 1 } }, then: 'a' }], default: 'a' },
           targets: [{ name: 'a', provider: 'openai', api_key: 'k' }],
-        }),
+        }, 'request'),
       (error: unknown) => error instanceof PlanCompileError && /strategy\.conditions\[0\]\.query\.metadata\.x\.\$bad: unknown operator/.test(error.message),
     );
   });

@@ -4,6 +4,8 @@
 // Operators: $eq $ne $gt $gte $lt $lte $in $nin $regex $exists $and $or; several keys in
 // one object mean AND; a plain value means $eq.
 
+import { compileUserRegex, MAX_REGEX_TEXT_LENGTH, UserRegexError, type UserRegex } from '../patterns/user-regex.ts';
+
 export interface QueryInput {
   readonly metadata: Readonly<Record<string, unknown>> | undefined;
   readonly params: Readonly<Record<string, unknown>>;
@@ -13,7 +15,6 @@ export interface QueryInput {
 export type QueryPredicate = (input: QueryInput) => boolean;
 
 const FIELD_OPERATORS = new Set(['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$regex', '$exists']);
-const MAX_REGEX_LENGTH = 512;
 
 export class QueryCompileError extends Error {}
 
@@ -94,16 +95,17 @@ function compileOperator(operator: string, operand: unknown, where: string): (va
       return operator === '$in' ? found : (value) => !found(value);
     }
     case '$regex': {
-      if (typeof operand !== 'string' || operand.length > MAX_REGEX_LENGTH) {
-        throw new QueryCompileError(`${where}: must be a string of at most ${MAX_REGEX_LENGTH} characters`);
-      }
-      let regex: RegExp;
+      // A request may send this query inline: it runs on the linear-time engine, and a value
+      // longer than the engine's text cap never matches.
+      if (typeof operand !== 'string') throw new QueryCompileError(`${where}: must be a string`);
+      let regex: UserRegex;
       try {
-        regex = new RegExp(operand);
+        regex = compileUserRegex(operand, '', [where]);
       } catch (error) {
-        throw new QueryCompileError(`${where}: invalid regular expression (${(error as Error).message})`);
+        if (!(error instanceof UserRegexError)) throw error;
+        throw new QueryCompileError(`${where}: ${error.reason.replace('not a valid regular expression', 'an invalid regular expression')}`);
       }
-      return (value) => typeof value === 'string' && regex.test(value);
+      return (value) => typeof value === 'string' && value.length <= MAX_REGEX_TEXT_LENGTH && regex.test(value);
     }
     case '$exists': {
       if (typeof operand !== 'boolean') throw new QueryCompileError(`${where}: must be true or false`);

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Logger } from 'pino';
 import { loadStateFromFiles, type StateSources } from './config/state-loader.ts';
-import { watchStateSources, type StateWatcher } from './config/state-watcher.ts';
+import { watchStateSources, type ReloadOutcome, type StateWatcher } from './config/state-watcher.ts';
 import { createGatewayServer, type GatewayServer } from './gateway-server.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/gateway-metrics.ts';
 import { setTimeout as sleepFor } from 'node:timers/promises';
@@ -63,6 +63,12 @@ export interface StartGatewayOptions {
   /** The response cache's store (default: memory, bounded) and semantic index (default: memory). */
   cacheStore?: ResponseCacheStore;
   semanticIndex?: SemanticIndex;
+  /**
+   * A second source of state changes besides the files (in a cluster: the API watch of
+   * kube-state-source.ts). While it says healthy, file changes are ignored: the mounted
+   * files lag by the kubelet's sync and must not roll a newer state back.
+   */
+  stateSource?: (host: StateSourceHost) => ExternalStateSource;
   /** Clock for breakers and retry budgets (tests inject a fake one). */
   now?: () => number;
   random?: () => number;
@@ -91,6 +97,17 @@ export interface DrainOptions {
   delayMs?: number;
   /** Cut whatever is still open after this long (default 30 s). */
   timeoutMs?: number;
+}
+
+export interface StateSourceHost {
+  /** Hash of the state being served. */
+  currentHash(): string;
+  apply(outcome: ReloadOutcome, source: string): void;
+}
+
+export interface ExternalStateSource {
+  healthy(): boolean;
+  close(): Promise<void>;
 }
 
 /** What the control plane sees of a running standalone gateway. */
@@ -230,27 +247,40 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     return { statusCode: response.statusCode, headers: response.headers, body: response.body };
   };
 
+  const applyOutcome = (outcome: ReloadOutcome, source: string): void => {
+    for (const warning of outcome.warnings) logger.warn({ warning, source }, 'state warning');
+    if (outcome.ok) {
+      if (outcome.state.hash === live.hash) return; // both sources deliver each change
+      server.swapState(outcome.state);
+      live = outcome.state;
+      responseCache = buildCache(outcome.state);
+      metrics.setConfigHash(outcome.state.hash);
+      metrics.configReloads.inc({ result: 'success' });
+      logger.info({ config_hash: outcome.state.hash, source }, 'state reloaded');
+    } else {
+      metrics.configReloads.inc({ result: 'failure' });
+      logger.error({ errors: outcome.errors, source }, 'state reload rejected; the last good state keeps serving');
+    }
+  };
+  const external = options.stateSource?.({ currentHash: () => live.hash, apply: applyOutcome });
   const watcher = watchStateSources({
     sources: options.sources,
     env: options.env,
     initialHash: loaded.state.hash,
     intervalMs: options.reloadIntervalMs,
     onReload(outcome) {
-      for (const warning of outcome.warnings) logger.warn({ warning }, 'state warning');
-      if (outcome.ok) {
-        server.swapState(outcome.state);
-        live = outcome.state;
-        responseCache = buildCache(outcome.state);
-        metrics.setConfigHash(outcome.state.hash);
-        metrics.configReloads.inc({ result: 'success' });
-        logger.info({ config_hash: outcome.state.hash }, 'state reloaded');
-      } else {
-        metrics.configReloads.inc({ result: 'failure' });
-        logger.error({ errors: outcome.errors }, 'state reload rejected; the last good state keeps serving');
-      }
+      if (external?.healthy() === true) return;
+      applyOutcome(outcome, 'files');
     },
   });
 
+  // While draining, answers carry `connection: close`: keep-alive clients move to other
+  // replicas before this one stops accepting, instead of racing its close.
+  let draining = false;
+  server.app.addHook('onRequest', (_request, reply, done) => {
+    if (draining) reply.header('connection', 'close');
+    done();
+  });
   await server.app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
   const metricsServer = options.metricsPort === undefined ? undefined : await serveMetrics(metrics, options.metricsPort, options.host ?? '127.0.0.1');
   const address = server.app.server.address();
@@ -269,9 +299,11 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     metricsOrigin: metricsServer === undefined ? undefined : originOf(metricsServer),
     async close(drain: DrainOptions = {}) {
       server.setReady(false);
+      draining = true;
       // Let load balancers see the readiness change before we stop accepting.
       if (drain.delayMs !== undefined && drain.delayMs > 0) await sleepFor(drain.delayMs);
       watcher.close();
+      await external?.close();
       const forced = setTimeout(() => server.app.server.closeAllConnections(), drain.timeoutMs ?? 30_000);
       forced.unref();
       try {

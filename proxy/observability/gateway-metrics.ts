@@ -28,22 +28,27 @@ export interface GatewayMetrics {
   watchCacheSize(stats: () => { entries: number; bytes: number }): void;
   /** Model names as label values, capped so a client cannot explode cardinality. */
   readonly modelLabel: BoundedLabel;
+  /** Rate-limit policy ids as label values (policies can be created through the API). */
+  readonly policyLabel: BoundedLabel;
   /** Marks `hash` as the served config (the one series with value 1). */
   setConfigHash(hash: string): void;
 }
 
 export type GenAiLabel = 'gen_ai_operation_name' | 'gen_ai_system' | 'gen_ai_request_model';
 
-/** Keeps the first `limit` distinct values; later ones are reported as `other`. */
+/**
+ * A label fed by input: values the operator made known pass; of the rest, the first `limit`
+ * distinct ones pass and later ones are reported as `other`.
+ */
 export class BoundedLabel {
   readonly #seen = new Set<string>();
   readonly #limit: number;
   constructor(limit: number) {
     this.#limit = limit;
   }
-  of(value: string | undefined): string {
+  of(value: string | undefined, known?: ReadonlySet<string>): string {
     if (value === undefined || value === '') return 'none';
-    if (this.#seen.has(value)) return value;
+    if (this.#seen.has(value) || (known?.has(value) === true && value.length <= 128)) return value;
     if (this.#seen.size >= this.#limit || value.length > 128) return 'other';
     this.#seen.add(value);
     return value;
@@ -206,6 +211,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     genAiTokenUsage,
     gatewayOverhead,
     modelLabel: new BoundedLabel(200),
+    policyLabel: new BoundedLabel(500),
     requests,
     requestDuration,
     configReloads,

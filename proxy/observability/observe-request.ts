@@ -1,4 +1,6 @@
 import type { Counter, Histogram } from 'prom-client';
+import type { GatewayState } from '../config/gateway-state.ts';
+import { catalogNames } from '../providers/provider-catalog.ts';
 import type { RequestContext } from '../request-context.ts';
 import { statusClass, type GatewayMetrics } from './gateway-metrics.ts';
 
@@ -43,10 +45,45 @@ function cached<T>(store: WeakMap<GatewayMetrics, Map<string, T>>, metrics: Gate
   return value;
 }
 
+// Label values a request can only name, never invent: provider names are the catalog's and
+// the saved providers'; a name chosen with a custom host counts as `custom`. Models named
+// in saved configs are known; others share BoundedLabel's budget, then `other`.
+interface KnownLabels {
+  readonly providers: ReadonlySet<string>;
+  readonly models: ReadonlySet<string>;
+}
+
+const CATALOG = new Set(catalogNames());
+const knownByState = new WeakMap<GatewayState, KnownLabels>();
+
+export function knownLabels(state: GatewayState): KnownLabels {
+  let known = knownByState.get(state);
+  if (known === undefined) {
+    const providers = new Set(CATALOG);
+    for (const saved of state.providersBySlug.values()) providers.add(saved.provider);
+    const models = new Set<string>();
+    const collect = (node: { settings: { override_params?: Record<string, unknown> | undefined }; children: readonly unknown[] }): void => {
+      const model = node.settings.override_params?.['model'];
+      if (typeof model === 'string') models.add(model);
+      for (const child of node.children) collect(child as typeof node);
+    };
+    for (const saved of state.configs.values()) collect(saved.plan);
+    known = { providers, models };
+    knownByState.set(state, known);
+  }
+  return known;
+}
+
+/** The provider as a label value: known names, `custom` for a name the request made up. */
+export function providerLabel(provider: string | undefined, state: GatewayState): string {
+  if (provider === undefined) return 'none';
+  return knownLabels(state).providers.has(provider) ? provider : 'custom';
+}
+
 export function observeRequest(metrics: GatewayMetrics, context: RequestContext, route: string, status: number): void {
   const now = process.hrtime.bigint();
   const seconds = Number(now - context.startedAt) / 1e9;
-  const provider = context.provider ?? 'none';
+  const provider = providerLabel(context.provider, context.state);
   const klass = statusClass(status);
   const series = cached(routeSeries, metrics, `${route}\u0000${provider}\u0000${klass}`, () => {
     const labels = { route, provider, status_class: klass };
@@ -57,7 +94,7 @@ export function observeRequest(metrics: GatewayMetrics, context: RequestContext,
 
   const operation = OPERATIONS[route];
   if (operation === undefined || context.provider === undefined) return;
-  const model = metrics.modelLabel.of(context.model);
+  const model = metrics.modelLabel.of(context.model, knownLabels(context.state).models);
   const errorType = status >= 400 ? String(status) : '';
   const genAi = cached(genAiSeries, metrics, `${operation}\u0000${provider}\u0000${model}\u0000${errorType}`, () => {
     const labels = { gen_ai_operation_name: operation, gen_ai_system: provider, gen_ai_request_model: model };

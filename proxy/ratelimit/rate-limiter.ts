@@ -106,7 +106,7 @@ export class RateLimiter {
   }
 
   #count(policy: RateLimitPolicy, result: 'allowed' | 'denied' | 'error'): void {
-    this.#options.metrics.rateLimitDecisions.inc({ policy: policy.id, result });
+    this.#options.metrics.rateLimitDecisions.inc({ policy: this.#options.metrics.policyLabel.of(policy.id), result });
   }
 }
 

@@ -5,6 +5,7 @@ import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
 import { GatewayError } from '../errors.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
+import { catalogEntry } from '../providers/provider-catalog.ts';
 import { CircuitBreakers, countsAsBreakerFailure } from '../resilience/circuit-breakers.ts';
 import { backoffDelayMs, MAX_RETRY_WAIT_MS, retryableStatus, retryAfterMs } from '../resilience/retry-policy.ts';
 import { attemptTarget, type AttemptResult } from '../upstream/call-target.ts';
@@ -242,5 +243,6 @@ function breakerId(node: PlanNode, target: ResolvedTarget, request: WalkRequest)
 /** Bounded metric label: saved config and target name, or the provider for inline configs. */
 function targetLabel(node: PlanNode, target: ResolvedTarget, request: WalkRequest): string {
   if (request.configId !== undefined) return `${request.configId}:${node.name ?? node.path}`;
-  return `inline:${target.provider}`;
+  // Inline configs are the request's: only a known provider name reaches the label.
+  return `inline:${catalogEntry(target.provider) === undefined ? 'custom' : target.provider}`;
 }

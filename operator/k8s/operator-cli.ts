@@ -20,6 +20,8 @@ export const OPERATOR_USAGE = `  operator   Run the Kubernetes operator (watches
                --host <h>                listen address (env AIGATEWAY_HOST, default 0.0.0.0)
                --egress-allow <list>     comma-separated egress.allow of the state (env AIGATEWAY_EGRESS_ALLOW)
                --owner-deployment <name> owner of the output objects (env AIGATEWAY_OWNER_DEPLOYMENT)
+               --proxy-service <name>    the proxy Service: GatewayConfigs get Programmed once every ready replica
+                                         serves their generation (env AIGATEWAY_PROXY_SERVICE)
                --identity <id>           leader-election identity (env POD_NAME; default hostname + random)
                --log-level <level>       (env AIGATEWAY_LOG_LEVEL, default info)
 `;
@@ -69,6 +71,7 @@ export async function operatorCommand(args: string[]): Promise<number> {
         'egress-allow': { type: 'string' },
         'owner-deployment': { type: 'string' },
         identity: { type: 'string' },
+        'proxy-service': { type: 'string' },
         'log-level': { type: 'string' },
       },
       strict: true,
@@ -113,6 +116,7 @@ export async function operatorCommand(args: string[]): Promise<number> {
     apiHost: host,
     egressAllow: (pick(values['egress-allow'], 'AIGATEWAY_EGRESS_ALLOW') ?? '').split(',').map((item) => item.trim()).filter((item) => item !== ''),
     ownerDeployment: pick(values['owner-deployment'], 'AIGATEWAY_OWNER_DEPLOYMENT'),
+    proxyService: pick(values['proxy-service'], 'AIGATEWAY_PROXY_SERVICE'),
   });
   process.stderr.write(`aigateway operator: namespace ${namespace}, control-plane API ${operator.apiUrl}, metrics ${operator.metricsUrl}\n`);
   let closing = false;

@@ -14,6 +14,7 @@ export interface OperatorMetrics {
   readonly resources: Gauge<'kind' | 'ready'>;
   readonly statusWrites: Counter;
   readonly informerRelists: Counter<'informer' | 'reason'>;
+  readonly proxyReplicasServing: Gauge;
 }
 
 export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}): OperatorMetrics {
@@ -47,6 +48,11 @@ export function createOperatorMetrics(options: { defaultMetrics?: boolean } = {}
       name: 'aigateway_operator_informer_relists_total',
       help: 'Informer relists, by informer and reason (periodic, gone, error).',
       labelNames: ['informer', 'reason'],
+      registers: [registry],
+    }),
+    proxyReplicasServing: new Gauge({
+      name: 'aigateway_operator_proxy_replicas_serving',
+      help: 'Ready proxy replicas serving the config hash they all agree on (0 while they differ).',
       registers: [registry],
     }),
   };

@@ -1,6 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { GatewayState } from '../../proxy/config/gateway-state.ts';
+import type { CustomResource, RenderedStatus } from '../reconcile/resource-types.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
 import { KubePolicyStore } from '../api/kube-policy-store.ts';
 import { startOperatorApi, type OperatorApi } from '../api/operator-api-server.ts';
@@ -10,6 +11,7 @@ import { KubeClient, isKubeApiError } from './kube-client.ts';
 import { LeaderElector } from './leader-election.ts';
 import { createOperatorMetrics, startMetricsServer, type OperatorMetrics } from './operator-metrics.ts';
 import { applyRenderedState, type OwnerReference } from './output-writer.ts';
+import { ProgrammedTracker } from './programmed-tracker.ts';
 import { ResourceCache } from './resource-cache.ts';
 import { StatusWriter } from './status-writer.ts';
 import { WorkQueue } from './work-queue.ts';
@@ -40,6 +42,11 @@ export interface OperatorOptions {
   readonly ownerDeployment?: string | undefined;
   readonly relistIntervalMs?: number;
   readonly resyncIntervalMs?: number;
+  /**
+   * The proxy Service: when set, GatewayConfigs get a `Programmed` condition, True once every
+   * ready replica behind it serves the config hash that carries their generation.
+   */
+  readonly proxyService?: string | undefined;
 }
 
 export interface RunningOperator {
@@ -102,6 +109,49 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     onStoppedLeading: () => metrics.isLeader.set(0),
   });
 
+  // GatewayConfig name → the generation every ready proxy replica was seen serving.
+  const programmed = new Map<string, number>();
+  const tracker =
+    options.proxyService === undefined || options.proxyService === ''
+      ? undefined
+      : new ProgrammedTracker({
+          client,
+          namespace,
+          serviceName: options.proxyService,
+          active: () => elector.isLeader && !closed,
+          onChange(snapshot) {
+            const current = view;
+            if (snapshot.hash !== undefined && current !== undefined && current.serialized.hash === snapshot.hash) {
+              for (const status of current.result.statuses) {
+                if (status.kind === 'GatewayConfig' && status.rendered) programmed.set(status.name, status.generation);
+              }
+            }
+            metrics.proxyReplicasServing.set(snapshot.replicas.filter((replica) => replica.hash === snapshot.hash && replica.hash !== undefined).length);
+            queue.add(KEY);
+          },
+        });
+  const withProgrammed = (statuses: readonly RenderedStatus[]): readonly RenderedStatus[] => {
+    if (tracker === undefined) return statuses;
+    const live = new Set<string>();
+    const served = tracker.snapshot.hash !== undefined && tracker.snapshot.hash === view?.serialized.hash;
+    const out = statuses.map((status) => {
+      if (status.kind !== 'GatewayConfig') return status;
+      live.add(status.name);
+      if (served && status.rendered) programmed.set(status.name, status.generation);
+      if (!programmed.has(status.name) && programmedBefore(cache.get('GatewayConfig', status.name), status.generation)) {
+        programmed.set(status.name, status.generation); // a new leader keeps what the last one confirmed
+      }
+      const condition = !status.rendered
+        ? { type: 'Programmed' as const, status: 'False' as const, reason: 'NotRendered', message: 'Not part of the rendered state (see Ready).' }
+        : programmed.get(status.name) === status.generation
+          ? { type: 'Programmed' as const, status: 'True' as const, reason: 'Programmed', message: 'Every ready proxy replica serves this generation.' }
+          : { type: 'Programmed' as const, status: 'False' as const, reason: 'Pending', message: 'Waiting for every ready proxy replica to serve this generation.' };
+      return { ...status, conditions: [...status.conditions, condition] };
+    });
+    for (const name of programmed.keys()) if (!live.has(name)) programmed.delete(name);
+    return out;
+  };
+
   const reconcile = async (): Promise<void> => {
     if (!elector.isLeader || closed) return;
     if (!cache.synced) {
@@ -120,8 +170,9 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
         applied = serialized.hash;
         logger.info({ config_hash: serialized.hash, configmap: target.configMapName }, 'rendered state applied');
       }
+      tracker?.expect(serialized.hash);
       stage = 'status';
-      const writes = await statusWriter.write(result.statuses, (status) => cache.get(status.kind, status.name));
+      const writes = await statusWriter.write(withProgrammed(result.statuses), (status) => cache.get(status.kind, status.name));
       metrics.statusWrites.inc(writes);
       metrics.resources.reset();
       for (const status of result.statuses) {
@@ -190,6 +241,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
 
   cache.start();
   elector.start();
+  tracker?.start();
   const resync = setInterval(() => {
     applied = undefined;
     queue.add(KEY);
@@ -208,6 +260,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     async close() {
       closed = true;
       clearInterval(resync);
+      tracker?.stop();
       await queue.stop();
       await elector.stop();
       await cache.stop();
@@ -228,4 +281,10 @@ async function ownerOf(client: KubeClient, namespace: string, deployment: string
     logger.warn({ deployment, reason }, 'owner Deployment not found; the rendered ConfigMap and Secret will not be garbage-collected with it');
     return undefined;
   }
+}
+
+/** Whether the resource already says Programmed=True for this generation (written by an earlier leader). */
+function programmedBefore(resource: CustomResource | undefined, generation: number): boolean {
+  const conditions = (resource?.status as { conditions?: Array<{ type?: string; status?: string; observedGeneration?: number }> } | undefined)?.conditions;
+  return (conditions ?? []).some((condition) => condition.type === 'Programmed' && condition.status === 'True' && condition.observedGeneration === generation);
 }

@@ -86,7 +86,7 @@ export const GatewayApiKeySpecSchema = z.strictObject({
   keySecretRef: SecretKeyRefSchema.optional().describe('The key itself, read from a Secret (hashed by the operator).'),
 });
 
-export const CONDITION_TYPES = ['Accepted', 'ResolvedRefs', 'Ready'] as const;
+export const CONDITION_TYPES = ['Accepted', 'ResolvedRefs', 'Ready', 'Programmed'] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 
 export const ConditionSchema = z.strictObject({

@@ -1,0 +1,144 @@
+import type { KubeClient } from './kube-client.ts';
+import { isKubeApiError } from './kube-client.ts';
+
+// Which config hash every ready proxy replica serves. The ready replicas are the ready
+// addresses of the proxy Service's Endpoints (what clients are routed to); each answers
+// GET /ready with the hash it serves. The leader asks while a new hash is pending (every
+// `pendingIntervalMs`) and now and then afterwards, and calls `onChange` when the answer
+// moves, so GatewayConfigs get `Programmed` only once their generation is really served.
+
+export interface ProxyReplicaReport {
+  readonly address: string;
+  /** The hash the replica serves, or undefined when it did not answer. */
+  readonly hash: string | undefined;
+}
+
+export interface ServedSnapshot {
+  /** The hash every ready replica serves, when they agree (and there is at least one). */
+  readonly hash: string | undefined;
+  readonly replicas: readonly ProxyReplicaReport[];
+}
+
+export interface ProgrammedTrackerOptions {
+  readonly client: KubeClient;
+  readonly namespace: string;
+  /** The proxy Service (its Endpoints list the ready replicas). */
+  readonly serviceName: string;
+  /** Only the leader asks. */
+  readonly active: () => boolean;
+  readonly onChange: (snapshot: ServedSnapshot) => void;
+  readonly pendingIntervalMs?: number;
+  readonly settledIntervalMs?: number;
+  /** GET http://<address>/ready → config_hash (tests replace it). */
+  readonly fetchHash?: (origin: string) => Promise<string | undefined>;
+}
+
+interface EndpointsObject {
+  subsets?: Array<{ addresses?: Array<{ ip: string }>; ports?: Array<{ name?: string; port: number }> }>;
+}
+
+export class ProgrammedTracker {
+  readonly #options: ProgrammedTrackerOptions;
+  #wanted: string | undefined;
+  #last: ServedSnapshot = { hash: undefined, replicas: [] };
+  #timer: NodeJS.Timeout | undefined;
+  #running = false;
+  #stopped = false;
+
+  constructor(options: ProgrammedTrackerOptions) {
+    this.#options = options;
+  }
+
+  /** The hash the leader just applied: ask the replicas until they serve it. */
+  expect(hash: string): void {
+    if (hash === this.#wanted) return;
+    this.#wanted = hash;
+    this.#schedule(0);
+  }
+
+  /** Re-checks now (e.g. after the Endpoints may have changed). */
+  poke(): void {
+    this.#schedule(0);
+  }
+
+  get snapshot(): ServedSnapshot {
+    return this.#last;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    this.#schedule(0);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#stopped) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.#tick(), delayMs);
+    this.#timer.unref();
+  }
+
+  async #tick(): Promise<void> {
+    this.#timer = undefined;
+    if (this.#running) return;
+    this.#running = true;
+    try {
+      if (this.#options.active()) {
+        const next = await this.#ask();
+        if (!sameSnapshot(next, this.#last)) {
+          this.#last = next;
+          this.#options.onChange(next);
+        }
+      }
+    } catch {
+      // next tick retries (API server or a replica briefly unreachable)
+    } finally {
+      this.#running = false;
+      const settled = this.#wanted !== undefined && this.#last.hash === this.#wanted;
+      this.#schedule(settled ? (this.#options.settledIntervalMs ?? 5_000) : (this.#options.pendingIntervalMs ?? 200));
+    }
+  }
+
+  async #ask(): Promise<ServedSnapshot> {
+    let endpoints: EndpointsObject;
+    try {
+      endpoints = await this.#options.client.request<EndpointsObject>(
+        'GET',
+        `/api/v1/namespaces/${this.#options.namespace}/endpoints/${this.#options.serviceName}`,
+        { timeoutMs: 2_000 },
+      );
+    } catch (error) {
+      if (isKubeApiError(error, 404)) return { hash: undefined, replicas: [] };
+      throw error;
+    }
+    const origins: string[] = [];
+    for (const subset of endpoints.subsets ?? []) {
+      const port = subset.ports?.find((candidate) => candidate.name === 'http') ?? subset.ports?.[0];
+      if (port === undefined) continue;
+      for (const address of subset.addresses ?? []) origins.push(`${address.ip.includes(':') ? `[${address.ip}]` : address.ip}:${port.port}`);
+    }
+    origins.sort();
+    const fetchHash = this.#options.fetchHash ?? fetchReadyHash;
+    const replicas = await Promise.all(origins.map(async (address) => ({ address, hash: await fetchHash(address).catch(() => undefined) })));
+    const hashes = new Set(replicas.map((replica) => replica.hash));
+    const only = hashes.size === 1 ? [...hashes][0] : undefined;
+    return { hash: replicas.length > 0 ? only : undefined, replicas };
+  }
+}
+
+async function fetchReadyHash(address: string): Promise<string | undefined> {
+  const response = await fetch(`http://${address}/ready`, { signal: AbortSignal.timeout(1_000) });
+  if (!response.ok) return undefined;
+  const body = (await response.json()) as { config_hash?: unknown };
+  return typeof body.config_hash === 'string' ? body.config_hash : undefined;
+}
+
+function sameSnapshot(a: ServedSnapshot, b: ServedSnapshot): boolean {
+  if (a.hash !== b.hash || a.replicas.length !== b.replicas.length) return false;
+  return a.replicas.every((replica, index) => replica.address === b.replicas[index]?.address && replica.hash === b.replicas[index]?.hash);
+}

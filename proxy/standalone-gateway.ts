@@ -253,6 +253,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       if (outcome.state.hash === live.hash) return; // both sources deliver each change
       server.swapState(outcome.state);
       live = outcome.state;
+      dispatcher.closeDeniedConnections(); // a tightened egress policy also closes the warm connections it now denies
       responseCache = buildCache(outcome.state);
       metrics.setConfigHash(outcome.state.hash);
       metrics.configReloads.inc({ result: 'success' });

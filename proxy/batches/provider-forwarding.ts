@@ -8,17 +8,22 @@ import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
 import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute } from '../routing/select-route.ts';
-import { upstreamFailure } from '../upstream/call-target.ts';
+import { guardedCall, MAX_ERROR_BODY_BYTES, readGuardedBody, relayedHeaders, secretsOfTarget, type GuardedResponse } from '../upstream/guarded-call.ts';
 import { readBodyText } from '../upstream/read-body.ts';
 
 // Batches, files and fine-tuning jobs forwarded to one provider (OpenAI-compatible hosts
 // and Azure OpenAI): the provider comes from the request's headers or config exactly as
 // for inference, must be a single target, and answers are relayed as they are — bodies
 // streamed (file uploads and downloads are never held whole), errors in the OpenAI shape.
+// Every call is a guardedCall: egress policy (400 when denied), no redirects, timeouts,
+// credentials redacted from what is relayed, only allow-listed headers relayed.
 
 const FORWARDING_FAMILIES = new Set(['openai', 'azure-openai']);
-const MAX_ERROR_BODY = 1024 * 1024;
-const RELAYED_HEADERS = ['content-type', 'content-length', 'content-disposition', 'x-request-id', 'openai-processing-ms', 'openai-version'];
+/** Largest provider JSON read whole (list pages merged with gateway objects). */
+const MAX_PROVIDER_JSON_BYTES = 64 * 1024 * 1024;
+/** Forwarded calls are control calls: headers within 2 minutes; uploads and downloads may idle 5. */
+const FORWARD_HEADERS_TIMEOUT_MS = 120_000;
+const FORWARD_BODY_TIMEOUT_MS = 300_000;
 
 export interface ProviderCall {
   readonly method: 'GET' | 'POST' | 'DELETE';
@@ -71,39 +76,53 @@ function singleLeaf(plan: PlanNode, route: string): PlanNode {
 }
 
 /** Calls the provider; network failures become the gateway's 502/504. */
-export async function callProvider(dispatcher: Dispatcher, target: ResolvedTarget, call: ProviderCall): Promise<Dispatcher.ResponseData> {
+export async function callProvider(dispatcher: Dispatcher, target: ResolvedTarget, call: ProviderCall): Promise<GuardedResponse> {
   const { url, headers } = providerRequest(target, call);
-  try {
-    return await dispatcher.request({ origin: url.origin, path: url.pathname + url.search, method: call.method, headers, body: call.body ?? null });
-  } catch (error) {
-    throw upstreamFailure(error, target.provider, undefined);
-  }
+  return guardedCall({
+    dispatcher,
+    url,
+    method: call.method,
+    headers,
+    body: call.body ?? null,
+    upstream: target.provider,
+    secrets: secretsOfTarget(target),
+    egressParam: target.customHost ? 'custom_host' : HEADER.provider,
+    headersTimeoutMs: FORWARD_HEADERS_TIMEOUT_MS,
+    bodyTimeoutMs: FORWARD_BODY_TIMEOUT_MS,
+  });
 }
 
 /** Relays a provider answer: success bytes streamed as they are, errors normalised. */
-export async function relayProviderAnswer(reply: FastifyReply, target: ResolvedTarget, answer: Dispatcher.ResponseData): Promise<FastifyReply> {
+export async function relayProviderAnswer(reply: FastifyReply, target: ResolvedTarget, answer: GuardedResponse): Promise<FastifyReply> {
   reply.header(HEADER.provider, target.provider);
+  const headers = relayedHeaders(answer.headers, answer.redact);
   if (answer.statusCode < 200 || answer.statusCode >= 300) {
-    const text = await readBodyText(answer.body, MAX_ERROR_BODY);
-    return reply
-      .code(answer.statusCode)
-      .header('content-type', 'application/json; charset=utf-8')
-      .send(target.adapter.normaliseError(answer.statusCode, text, target.provider));
+    const body = await providerError(target, answer);
+    delete headers['content-type'];
+    delete headers['content-encoding'];
+    return reply.code(answer.statusCode).headers(headers).header('content-type', 'application/json; charset=utf-8').send(body);
   }
-  for (const name of RELAYED_HEADERS) {
-    const value = answer.headers[name];
-    if (value !== undefined) reply.header(name, value);
-  }
-  return reply.code(answer.statusCode).send(answer.body);
+  // A download streams through with its length; nothing of it is held.
+  const length = answer.headers['content-length'];
+  if (typeof length === 'string' && /^\d+$/.test(length)) headers['content-length'] = length;
+  return reply.code(answer.statusCode).headers(headers).send(answer.body);
+}
+
+/** A provider error body, bounded, normalised to the OpenAI shape, credentials redacted. */
+async function providerError(target: ResolvedTarget, answer: GuardedResponse) {
+  const text = answer.redact(await readBodyText(answer.body, MAX_ERROR_BODY_BYTES));
+  const body = target.adapter.normaliseError(answer.statusCode, text, target.provider);
+  body.error.message = answer.redact(body.error.message);
+  return body;
 }
 
 /** A provider's JSON answer (for lists merged with gateway objects); errors thrown in the OpenAI shape. */
-export async function readProviderJson(target: ResolvedTarget, answer: Dispatcher.ResponseData): Promise<Record<string, unknown>> {
-  const text = await readBodyText(answer.body, 64 * 1024 * 1024);
+export async function readProviderJson(target: ResolvedTarget, answer: GuardedResponse): Promise<Record<string, unknown>> {
   if (answer.statusCode < 200 || answer.statusCode >= 300) {
-    const body = target.adapter.normaliseError(answer.statusCode, text, target.provider);
+    const body = await providerError(target, answer);
     throw new GatewayError('AIGW_ERR_INVALID_BODY', body.error.message, { status: answer.statusCode, param: body.error.param });
   }
+  const text = answer.redact((await readGuardedBody(answer, MAX_PROVIDER_JSON_BYTES)).toString('utf8'));
   try {
     const parsed: unknown = JSON.parse(text);
     if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;

@@ -1,5 +1,5 @@
-import { request } from 'undici';
 import type { Dispatcher } from 'undici';
+import { discard, guardedCall, readGuardedBody, secretsOfTarget } from '../upstream/guarded-call.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
 import { EmbeddingsEndpointEmbedder, LexicalEmbedder, type Embedder } from './semantic-cache.ts';
@@ -9,6 +9,9 @@ import { EmbeddingsEndpointEmbedder, LexicalEmbedder, type Embedder } from './se
 // built-in lexical vectorizer. Resolved from the live state at each call.
 
 const LEXICAL = new LexicalEmbedder();
+/** One embedding of one cache key: a few hundred KiB at most even for large models. */
+const MAX_EMBEDDING_ANSWER_BYTES = 8 * 1024 * 1024;
+const EMBEDDING_TIMEOUT_MS = 10_000;
 
 export function stateEmbedder(state: () => GatewayState, dispatcher: Dispatcher): Embedder {
   let cached: { state: GatewayState; embedder: Embedder } | undefined;
@@ -21,19 +24,22 @@ export function stateEmbedder(state: () => GatewayState, dispatcher: Dispatcher)
         ? LEXICAL
         : new EmbeddingsEndpointEmbedder(`${settings.provider}/${settings.model}`, async (text) => {
             const target = resolveTarget({ provider: settings.provider }, 'cache.embeddings', live);
-            const response = await request(`${target.baseUrl}/embeddings`, {
-              method: 'POST',
+            const response = await guardedCall({
               dispatcher,
+              url: `${target.baseUrl}/embeddings`,
+              method: 'POST',
               headers: { 'content-type': 'application/json', ...(target.apiKey === undefined ? {} : { authorization: `Bearer ${target.apiKey}` }) },
               body: JSON.stringify({ model: settings.model, input: text, encoding_format: 'float' }),
-              headersTimeout: 10_000,
-              bodyTimeout: 10_000,
+              upstream: `${settings.provider} (cache.embeddings)`,
+              secrets: secretsOfTarget(target),
+              headersTimeoutMs: EMBEDDING_TIMEOUT_MS,
+              bodyTimeoutMs: EMBEDDING_TIMEOUT_MS,
             });
             if (response.statusCode !== 200) {
-              await response.body.dump();
+              discard(response.body);
               throw new Error(`embeddings provider answered ${response.statusCode}`);
             }
-            return response.body.json();
+            return JSON.parse((await readGuardedBody(response, MAX_EMBEDDING_ANSWER_BYTES)).toString('utf8')) as unknown;
           });
     cached = { state: live, embedder };
     return embedder;

@@ -1,6 +1,8 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { StreamAssembler } from '../cache/stream-assembler.ts';
+import { SseFrameSplitter, type SseFrame } from '../providers/sse-parser.ts';
+import { guardedFetch } from '../upstream/guarded-call.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
 import { compileGuardrails, EMPTY_GUARDRAILS, type CompiledGuardrails } from '../guardrails/compile-guardrails.ts';
@@ -56,8 +58,8 @@ export function runOptionsOf(runtime: GuardrailRuntime): RunOptions {
       runtime.metrics.guardrailChecks.inc({ check, verdict });
       runtime.metrics.guardrailCheckDuration.observe({ check }, seconds);
     },
-    fetch: ((input: string | URL | Request, init?: RequestInit) =>
-      undiciFetch(input as string, { ...(init as object), dispatcher: runtime.dispatcher }) as unknown as Promise<Response>) as typeof fetch,
+    // The guarded call: egress policy, timeouts, no redirects (webhook-check caps the read).
+    fetch: guardedFetch(runtime.dispatcher, 'the guardrail webhook'),
   };
 }
 
@@ -111,7 +113,8 @@ export function logAsync(outcome: HooksOutcome | undefined, logger: Logger, trac
 export class GuardedStreamTail extends Transform {
   readonly #assembler: StreamAssembler;
   readonly #finish: (answer: unknown) => Promise<HookResultsBody>;
-  #pending = '';
+  readonly #frames = new SseFrameSplitter();
+  #finished = false;
 
   constructor(endpoint: InferenceEndpoint, finish: (answer: unknown) => Promise<HookResultsBody>) {
     super();
@@ -121,31 +124,44 @@ export class GuardedStreamTail extends Transform {
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.#assembler.push(chunk);
-    const text = this.#pending + chunk.toString('latin1');
-    const done = text.search(/data: \[DONE\]/);
-    if (done === -1) {
-      // Keep a short tail in case `data: [DONE]` is split across chunks.
-      this.#pending = text.slice(-16);
-      callback(null, Buffer.from(text.slice(0, text.length - this.#pending.length), 'latin1'));
-      return;
-    }
-    this.#pending = '';
-    const before = Buffer.from(text.slice(0, done), 'latin1');
-    const rest = Buffer.from(text.slice(done), 'latin1');
-    this.#finish(this.#assembler.result())
-      .then(
-        (results) => {
-          this.push(before);
-          this.push(`data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [], hook_results: results })}\n\n`);
-          callback(null, rest);
-        },
-        () => callback(null, Buffer.concat([before, rest])),
-      );
+    this.#pass(() => this.#frames.push(chunk), callback);
   }
 
   override _flush(callback: TransformCallback): void {
-    callback(null, this.#pending === '' ? undefined : Buffer.from(this.#pending, 'latin1'));
+    this.#pass(() => this.#frames.end(), callback);
   }
+
+  #pass(read: () => SseFrame[], callback: TransformCallback): void {
+    let frames: SseFrame[];
+    try {
+      frames = read();
+    } catch (error) {
+      callback(error as Error);
+      return;
+    }
+    const done = this.#finished ? -1 : frames.findIndex((frame) => frame.data.trim() === '[DONE]');
+    if (done === -1) {
+      callback(null, joined(frames));
+      return;
+    }
+    this.#finished = true;
+    const before = joined(frames.slice(0, done));
+    const rest = joined(frames.slice(done));
+    this.#finish(this.#assembler.result()).then(
+      (results) => {
+        if (before !== undefined) this.push(before);
+        this.push(`data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [], hook_results: results })}\n\n`);
+        callback(null, rest);
+      },
+      () => callback(null, (before ?? '') + (rest ?? '')),
+    );
+  }
+}
+
+function joined(frames: readonly SseFrame[]): string | undefined {
+  let out = '';
+  for (const frame of frames) out += frame.raw;
+  return out === '' ? undefined : out;
 }
 
 export { runAfterHooks };

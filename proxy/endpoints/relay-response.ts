@@ -1,10 +1,11 @@
 import { PassThrough, type Readable, type Transform } from 'node:stream';
 import type { FastifyReply } from 'fastify';
-import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import type { PlainAnswer } from '../upstream/call-target.ts';
+import { discard, MAX_ERROR_BODY_BYTES, relayedHeaders, type GuardedResponse } from '../upstream/guarded-call.ts';
 import { readBodyText } from '../upstream/read-body.ts';
+import { oversizeErrorBody, SseEventSizeGuard, SseEventTooLargeError } from '../providers/sse-parser.ts';
 import type { AnswerObserver } from './response-caching.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from './body-validation.ts';
@@ -15,26 +16,15 @@ import { SseUsageTap, usageOf, type AnswerUsage } from '../ratelimit/usage-tap.t
 // plain JSON answer is never re-serialised. Error bodies are read (bounded) and normalised
 // to the OpenAI shape, status kept. Usage and timings are noted for metrics and limits.
 
-const MAX_ERROR_BODY = 1024 * 1024;
-
-// Connection-level headers belong to each hop; cookies from a provider are not ours to set.
-const DROPPED_HEADERS = new Set([
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'set-cookie',
-  'date',
-  'server',
-  'alt-svc',
-]);
+/**
+ * Most bytes of a stream held back for output guardrails that may deny it (the client sees
+ * nothing until they pass). Past it the answer is refused with a 502: holding more per
+ * request would let one stream exhaust the gateway's memory.
+ */
+export const MAX_HELD_STREAM_BYTES = 16 * 1024 * 1024;
 
 export interface RelayInput {
-  readonly upstream: Dispatcher.ResponseData;
+  readonly upstream: GuardedResponse;
   readonly target: ResolvedTarget;
   readonly endpoint: InferenceEndpoint;
   /** The request body as sent (after overrides), for transforms that echo request fields. */
@@ -65,22 +55,18 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
   const { upstream, target, context } = input;
   const status = upstream.statusCode;
   if (status >= 300 && status < 400) {
-    // Redirects are never followed nor passed on: a provider cannot steer anyone elsewhere.
-    upstream.body.dump().catch(() => undefined);
+    // guardedCall already refuses these; kept so no path can relay one.
+    discard(upstream.body);
     throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered with a redirect (${status}); redirects are not followed.`);
   }
-  for (const [name, value] of Object.entries(upstream.headers)) {
-    if (value !== undefined && !DROPPED_HEADERS.has(name)) reply.header(name, value);
-  }
+  for (const [name, value] of Object.entries(relayedHeaders(upstream.headers, upstream.redact))) reply.header(name, value);
   reply.code(status);
   if (status < 200 || status >= 300) {
-    const text = await readBodyText(upstream.body, MAX_ERROR_BODY);
+    // Some providers quote the credential they refused; it never goes back out through us.
+    const text = upstream.redact(await readBodyText(upstream.body, MAX_ERROR_BODY_BYTES));
     context.upstreamDoneAt = process.hrtime.bigint();
     const body = target.adapter.normaliseError(status, text, target.provider);
-    // Some providers quote the credential they refused; it never goes back out through us.
-    if (target.apiKey !== undefined && target.apiKey.length >= 8 && body.error.message.includes(target.apiKey)) {
-      body.error.message = body.error.message.split(target.apiKey).join('[redacted]');
-    }
+    body.error.message = upstream.redact(body.error.message);
     context.errorCode = body.error.code ?? `upstream_${status}`;
     reply.removeHeader('content-length');
     reply.removeHeader('content-encoding');
@@ -90,7 +76,7 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
   if (input.plain === undefined) {
     const stream = streamAnswer(reply, input);
     if (input.streamGuard?.mode !== 'hold') return reply.send(stream);
-    return holdStream(reply, stream, input.streamGuard);
+    return holdStream(reply, stream, input.streamGuard, input.upstream);
   }
   const bytes = plainAnswer(reply, input, input.plain);
   if (input.finishPlain === undefined) return reply.send(bytes);
@@ -102,10 +88,20 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
 }
 
 /** Output guardrails that may deny a stream: nothing goes out until they have passed. */
-async function holdStream(reply: FastifyReply, stream: Readable, guard: Extract<StreamGuard, { mode: 'hold' }>): Promise<FastifyReply> {
+async function holdStream(reply: FastifyReply, stream: Readable, guard: Extract<StreamGuard, { mode: 'hold' }>, upstream: GuardedResponse): Promise<FastifyReply> {
   const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
-  const collected = Buffer.concat(chunks);
+  let size = 0;
+  for await (const chunk of stream) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
+    size += buffer.length;
+    if (size > MAX_HELD_STREAM_BYTES) {
+      stream.destroy();
+      discard(upstream.body);
+      throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `The streamed answer is larger than ${MAX_HELD_STREAM_BYTES} bytes, the most held for output guardrails.`);
+    }
+    chunks.push(buffer);
+  }
+  const collected = Buffer.concat(chunks, size);
   const verdict = await guard.check(collected);
   if (verdict.body !== undefined) {
     reply.removeHeader('content-length');
@@ -156,6 +152,8 @@ function streamAnswer(reply: FastifyReply, input: RelayInput): Readable {
     context.upstreamDoneAt = process.hrtime.bigint();
   });
   let stream: Readable = upstream.body;
+  // One oversize event ends the stream before anything downstream buffers it.
+  if (/event-stream/i.test(String(upstream.headers['content-type'] ?? ''))) stream = chain(stream, new SseEventSizeGuard());
   const adapter = target.adapter;
   if (adapter.createStreamTransform !== undefined) {
     reply.removeHeader('content-length');
@@ -173,11 +171,8 @@ function streamAnswer(reply: FastifyReply, input: RelayInput): Readable {
     reply.removeHeader('content-length');
     stream = chain(stream, new SseUsageTap(input.stripStreamUsage === true, (usage) => recordUsage(usage, input)));
   }
-  if (input.streamIdleTimeoutMs !== undefined) {
-    reply.removeHeader('content-length');
-    stream = endWithErrorEventOnTimeout(stream, target.provider, input.streamIdleTimeoutMs, context);
-  }
-  return stream;
+  reply.removeHeader('content-length');
+  return endWithErrorEvent(stream, input);
 }
 
 function chain(source: Readable, next: Transform): Readable {
@@ -197,29 +192,36 @@ function recordUsage(usage: AnswerUsage, input: RelayInput): void {
 
 
 /**
- * A stream that stalls past request_timeout cannot get a 408 any more (the status is sent):
- * it ends with an OpenAI-shaped error event instead, which the SDKs raise as an APIError.
+ * Once the status is sent, a failure can no longer be a 4xx/5xx: a stream that stalls past
+ * request_timeout or carries an oversize event ends with an OpenAI-shaped error event
+ * instead (the SDKs raise it as an APIError), and the upstream request is aborted.
  */
-function endWithErrorEventOnTimeout(source: Readable, provider: string, timeoutMs: number, context: RequestContext): Readable {
+function endWithErrorEvent(source: Readable, input: RelayInput): Readable {
+  const { target, context, upstream } = input;
   const out = new PassThrough();
   source.pipe(out, { end: true });
   source.on('error', (error: Error & { code?: string }) => {
     source.unpipe(out);
-    if (error.code !== 'UND_ERR_BODY_TIMEOUT') {
+    let body: Record<string, unknown>;
+    if (error instanceof SseEventTooLargeError) {
+      context.errorCode = error.code;
+      body = { error: oversizeErrorBody(error)['error'] };
+    } else if (error.code === 'UND_ERR_BODY_TIMEOUT' && input.streamIdleTimeoutMs !== undefined) {
+      context.errorCode = 'AIGW_ERR_REQUEST_TIMEOUT';
+      body = {
+        error: {
+          message: `The stream from ${target.provider} stalled for more than ${input.streamIdleTimeoutMs} ms (request_timeout).`,
+          type: 'timeout_error',
+          param: null,
+          code: 'AIGW_ERR_REQUEST_TIMEOUT',
+        },
+      };
+    } else {
       out.destroy(error);
       return;
     }
-    context.errorCode = 'AIGW_ERR_REQUEST_TIMEOUT';
-    const event = {
-      error: {
-        message: `The stream from ${provider} stalled for more than ${timeoutMs} ms (request_timeout).`,
-        type: 'timeout_error',
-        param: null,
-        code: 'AIGW_ERR_REQUEST_TIMEOUT',
-      },
-    };
-    out.end(`data: ${JSON.stringify(event)}\n\n`);
+    discard(upstream.body);
+    out.end(`data: ${JSON.stringify(body)}\n\n`);
   });
   return out;
 }
-

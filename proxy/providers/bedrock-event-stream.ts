@@ -1,18 +1,25 @@
 import { crc32 } from 'node:zlib';
 import { EventStreamCodec, type Message } from '@smithy/core/event-streams';
+import { MAX_SSE_EVENT_BYTES } from './sse-parser.ts';
 
 // Incremental decoder for the AWS event-stream binary framing (application/vnd.amazon.eventstream):
 //
 //   [total length u32][headers length u32][prelude CRC32 u32][headers][payload][message CRC32 u32]
 //
 // Bytes arrive in arbitrary TCP chunks; this splits them into whole messages without
-// re-copying what is already buffered, and hands each complete message to the AWS SDK's
-// codec (@smithy/core), which checks both CRCs and parses the typed headers.
+// re-copying or rescanning what is already buffered (a message is joined once, when whole),
+// and hands each complete message to the AWS SDK's codec (@smithy/core), which checks both
+// CRCs and parses the typed headers. The prelude's length is checked before anything is
+// held, so at most one capped message is buffered.
 
 const PRELUDE_BYTES = 12;
 const MIN_MESSAGE_BYTES = 16;
-/** AWS caps an event-stream message at 16 MiB (plus framing); anything larger is corrupt. */
-const MAX_MESSAGE_BYTES = 16 * 1024 * 1024 + 1024;
+/**
+ * One message is capped like one SSE event (4 MiB, plus framing): Converse stream events are
+ * small deltas, and the protocol's own 16 MiB ceiling is more than a gateway should hold per
+ * stream for an untrusted upstream.
+ */
+export const MAX_EVENT_MESSAGE_BYTES = MAX_SSE_EVENT_BYTES + 1024;
 
 export interface EventStreamMessage {
   /** String-valued headers (`:event-type`, `:message-type`, `:exception-type`, …). */
@@ -76,7 +83,7 @@ export class EventStreamDecoder {
     if (crc32(prelude.subarray(0, 8)) !== prelude.readUInt32BE(8)) {
       throw new EventStreamFramingError('event-stream prelude checksum mismatch');
     }
-    if (total < MIN_MESSAGE_BYTES || total > MAX_MESSAGE_BYTES || headersLength > total - MIN_MESSAGE_BYTES) {
+    if (total < MIN_MESSAGE_BYTES || total > MAX_EVENT_MESSAGE_BYTES || headersLength > total - MIN_MESSAGE_BYTES) {
       throw new EventStreamFramingError(`event-stream message length ${total} is out of range`);
     }
     return total;

@@ -1,6 +1,21 @@
-// Incremental server-sent-events parser (WHATWG framing): feed it bytes as they arrive and
-// it returns complete events. Tolerates CRLF/CR line ends, comment lines (keep-alives),
-// events without data, and frames split anywhere across TCP chunks.
+import { Transform, type TransformCallback } from 'node:stream';
+
+// The gateway's one server-sent-events splitter (WHATWG framing), used by every place that
+// reads SSE: provider stream translation, the usage tap, guardrail stream tails, the cache's
+// stream assembler. Feed it bytes as they arrive; it returns complete frames. Tolerates
+// CRLF/CR line ends, comment lines (keep-alives), events without data, and frames split
+// anywhere across TCP chunks.
+//
+// Upstream answers are untrusted: each byte is scanned once (a partial line is kept as
+// pieces and never rescanned), and one event may hold at most MAX_SSE_EVENT_BYTES.
+
+/**
+ * The largest single SSE event accepted from an upstream (field names and line ends
+ * included): 4 MiB — far above any real chunk (Responses API `response.completed` events
+ * carry the whole answer, image-generation partials a few hundred KiB of base64), small
+ * enough that a hostile upstream cannot make the gateway hold much per stream.
+ */
+export const MAX_SSE_EVENT_BYTES = 4 * 1024 * 1024;
 
 export interface SseEvent {
   /** The `event:` field, or undefined for the default `message` event. */
@@ -10,67 +25,226 @@ export interface SseEvent {
   readonly id: string | undefined;
 }
 
-export class SseParser {
-  #buffer = '';
-  #decoder = new TextDecoder();
+/** A frame: the event plus its exact text (for pass-through), up to and including the blank line. */
+export interface SseFrame extends SseEvent {
+  readonly raw: string;
+  /** False for frames that carry no event (blank lines, comments only). */
+  readonly dispatch: boolean;
+}
+
+/** An upstream event over the cap; the stream cannot go on. */
+export class SseEventTooLargeError extends Error {
+  readonly code = 'AIGW_ERR_UPSTREAM_INVALID_RESPONSE';
+  constructor(limit: number) {
+    super(`The provider sent a stream event larger than ${limit} bytes; the stream was ended.`);
+    this.name = 'SseEventTooLargeError';
+  }
+}
+
+export class SseFrameSplitter {
+  readonly #decoder = new TextDecoder();
+  readonly #max: number;
+  /** Pieces of the line not yet ended. */
+  #line: string[] = [];
+  #lineLength = 0;
+  /** Text of the current frame's complete lines, with their line ends. */
+  #raw: string[] = [];
+  #rawLength = 0;
+  /** The last chunk ended in CR: an LF opening the next one belongs to it. */
+  #skipLf = false;
   #event: string | undefined;
   #data: string[] = [];
+  #hasData = false;
   #id: string | undefined;
+
+  constructor(options: { maxEventBytes?: number } = {}) {
+    this.#max = options.maxEventBytes ?? MAX_SSE_EVENT_BYTES;
+  }
+
+  /** Splits a chunk; returns the frames it completed. Throws SseEventTooLargeError past the cap. */
+  push(chunk: Buffer | Uint8Array | string): SseFrame[] {
+    const text = typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, { stream: true });
+    const frames: SseFrame[] = [];
+    let position = 0;
+    if (this.#skipLf && text.length > 0) {
+      this.#skipLf = false;
+      if (text.charCodeAt(0) === 10) {
+        this.#append('\n');
+        position = 1;
+      }
+    }
+    let lf = text.indexOf('\n', position);
+    let cr = text.indexOf('\r', position);
+    for (;;) {
+      // Each search starts where the last one stopped: linear in the input.
+      if (lf !== -1 && lf < position) lf = text.indexOf('\n', position);
+      if (cr !== -1 && cr < position) cr = text.indexOf('\r', position);
+      const end = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
+      if (end === -1) break;
+      let next = end + 1;
+      if (end === cr) {
+        if (next === text.length) this.#skipLf = true;
+        else if (text.charCodeAt(next) === 10) next++;
+      }
+      this.#completeLine(text.slice(position, end), text.slice(end, next), frames);
+      position = next;
+    }
+    if (position < text.length) {
+      const rest = text.slice(position);
+      this.#line.push(rest);
+      this.#lineLength += rest.length;
+      this.#checkSize();
+    }
+    return frames;
+  }
+
+  /** Flushes the final frame (one not followed by a blank line). */
+  end(): SseFrame[] {
+    const frames = this.push(this.#decoder.decode());
+    if (this.#lineLength > 0) this.#completeLine('', '', frames);
+    if (this.#rawLength > 0) frames.push(this.#frame());
+    return frames;
+  }
+
+  #append(text: string): void {
+    this.#raw.push(text);
+    this.#rawLength += text.length;
+  }
+
+  #checkSize(): void {
+    if (this.#rawLength + this.#lineLength > this.#max) throw new SseEventTooLargeError(this.#max);
+  }
+
+  #completeLine(tail: string, ending: string, frames: SseFrame[]): void {
+    let line = tail;
+    if (this.#line.length > 0) {
+      this.#line.push(tail);
+      line = this.#line.join('');
+      this.#line = [];
+      this.#lineLength = 0;
+    }
+    this.#append(line);
+    if (ending !== '') this.#append(ending);
+    this.#checkSize();
+    if (line === '') {
+      if (ending !== '') frames.push(this.#frame());
+      return;
+    }
+    if (line.charCodeAt(0) === 58) return; // ':' comment
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.charCodeAt(0) === 32) value = value.slice(1);
+    if (field === 'data') {
+      this.#data.push(value);
+      this.#hasData = true;
+    } else if (field === 'event') this.#event = value;
+    else if (field === 'id') this.#id = value;
+  }
+
+  #frame(): SseFrame {
+    const frame: SseFrame = {
+      raw: this.#raw.length === 1 ? (this.#raw[0] as string) : this.#raw.join(''),
+      event: this.#event,
+      data: this.#data.join('\n'),
+      id: this.#id,
+      dispatch: this.#hasData || this.#event !== undefined,
+    };
+    this.#raw = [];
+    this.#rawLength = 0;
+    this.#event = undefined;
+    this.#data = [];
+    this.#hasData = false;
+    return frame;
+  }
+}
+
+/**
+ * Events only. Never throws on hostile input: an event over the cap becomes one `error`
+ * event (OpenAI-shaped, which provider translators turn into the client's error event) and
+ * everything after it is ignored.
+ */
+export class SseParser {
+  readonly #frames: SseFrameSplitter;
+  readonly #max: number;
+  #failed = false;
+
+  constructor(options: { maxEventBytes?: number } = {}) {
+    this.#max = options.maxEventBytes ?? MAX_SSE_EVENT_BYTES;
+    this.#frames = new SseFrameSplitter({ maxEventBytes: this.#max });
+  }
 
   /** Parses a chunk; returns the events it completed. */
   push(chunk: Buffer | Uint8Array | string): SseEvent[] {
-    this.#buffer += typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, { stream: true });
-    const events: SseEvent[] = [];
-    let start = 0;
-    for (;;) {
-      const lf = this.#buffer.indexOf('\n', start);
-      const cr = this.#buffer.indexOf('\r', start);
-      let end: number;
-      let next: number;
-      if (cr !== -1 && (lf === -1 || cr < lf)) {
-        // A CR at the end of the buffer may be the first half of CRLF: wait for more.
-        if (cr === this.#buffer.length - 1) break;
-        end = cr;
-        next = this.#buffer[cr + 1] === '\n' ? cr + 2 : cr + 1;
-      } else if (lf !== -1) {
-        end = lf;
-        next = lf + 1;
-      } else {
-        break;
-      }
-      this.#line(this.#buffer.slice(start, end), events);
-      start = next;
-    }
-    this.#buffer = this.#buffer.slice(start);
-    return events;
+    return this.#guard(() => this.#frames.push(chunk));
   }
 
   /** Flushes a final event that was not followed by a blank line. */
   end(): SseEvent[] {
-    const events: SseEvent[] = [];
-    if (this.#buffer !== '') this.#line(this.#buffer, events);
-    this.#buffer = '';
-    this.#line('', events);
-    return events;
+    return this.#guard(() => this.#frames.end());
   }
 
-  #line(line: string, events: SseEvent[]): void {
-    if (line === '') {
-      if (this.#data.length > 0 || this.#event !== undefined) {
-        events.push({ event: this.#event, data: this.#data.join('\n'), id: this.#id });
-      }
-      this.#event = undefined;
-      this.#data = [];
-      return;
+  #guard(read: () => SseFrame[]): SseEvent[] {
+    if (this.#failed) return [];
+    try {
+      return read()
+        .filter((frame) => frame.dispatch)
+        .map(({ event, data, id }) => ({ event, data, id }));
+    } catch (error) {
+      if (!(error instanceof SseEventTooLargeError)) throw error;
+      this.#failed = true;
+      return [{ event: 'error', data: JSON.stringify(oversizeErrorBody(error)), id: undefined }];
     }
-    if (line.startsWith(':')) return;
-    const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') this.#data.push(value);
-    else if (field === 'event') this.#event = value;
-    else if (field === 'id') this.#id = value;
+  }
+}
+
+/** The error body for an oversize event (`type: "error"` too, so Anthropic-style readers take it). */
+export function oversizeErrorBody(error: SseEventTooLargeError): Record<string, unknown> {
+  return { type: 'error', error: { message: error.message, type: 'api_error', param: null, code: error.code } };
+}
+
+/**
+ * A pass-through that only counts: bytes go on untouched, but an event growing past the cap
+ * fails the stream (SseEventTooLargeError) before anything downstream buffers it. Scans each
+ * byte once, so a 50 MB event costs one pass and at most the cap in memory downstream.
+ */
+export class SseEventSizeGuard extends Transform {
+  readonly #max: number;
+  #eventBytes = 0;
+  #atLineStart = true;
+  #afterCr = false;
+
+  constructor(maxEventBytes = MAX_SSE_EVENT_BYTES) {
+    super();
+    this.#max = maxEventBytes;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    let eventBytes = this.#eventBytes;
+    let atLineStart = this.#atLineStart;
+    let afterCr = this.#afterCr;
+    for (let index = 0; index < chunk.length; index++) {
+      const byte = chunk[index];
+      if (byte === 10 && afterCr) {
+        afterCr = false; // the LF of a CRLF
+        continue;
+      }
+      afterCr = byte === 13;
+      if (byte === 10 || byte === 13) {
+        if (atLineStart) eventBytes = 0; // a blank line ends the event
+        atLineStart = true;
+      } else {
+        atLineStart = false;
+        if (++eventBytes > this.#max) {
+          callback(new SseEventTooLargeError(this.#max));
+          return;
+        }
+      }
+    }
+    this.#eventBytes = eventBytes;
+    this.#atLineStart = atLineStart;
+    this.#afterCr = afterCr;
+    callback(null, chunk);
   }
 }
 

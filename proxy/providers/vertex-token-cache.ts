@@ -1,6 +1,7 @@
 import { GatewayError } from '../errors.ts';
 import { signAssertion, type ServiceAccount } from './vertex-service-account.ts';
-import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import { getGlobalDispatcher, type Dispatcher } from 'undici';
+import { guardedCall, readGuardedBody, type GuardedResponse } from '../upstream/guarded-call.ts';
 
 // OAuth access tokens for service accounts, cached per account and shared by every request
 // (DESIGN.md §3: never fetched per request). Concurrent first requests share one fetch; a
@@ -32,6 +33,8 @@ interface CacheEntry {
 }
 
 const TOKEN_REQUEST_TIMEOUT_MS = 10_000;
+/** A token answer is a few KiB; more is not a token endpoint. */
+const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
 /** A token this close to expiry is not handed out any more: a request needs time to use it. */
 const MIN_REMAINING_MS = 30_000;
 
@@ -109,39 +112,39 @@ export class AccessTokenCache {
 /** POSTs the assertion to the account's token_uri (RFC 7523 §2.1). */
 export async function fetchTokenOverHttp(account: ServiceAccount, assertion: string, dispatcher?: Dispatcher): Promise<FetchedToken> {
   const form = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion });
-  let response: Response;
+  let response: GuardedResponse;
+  let text: string;
   try {
     // Through the gateway's agent when given: the token endpoint passes the egress policy too.
-    const send = (dispatcher === undefined ? fetch : (url: string, init: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher })) as (
-      url: string,
-      init: RequestInit,
-    ) => Promise<Response>;
-    response = await send(account.tokenUri, {
+    response = await guardedCall({
+      dispatcher: dispatcher ?? getGlobalDispatcher(),
+      url: account.tokenUri,
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: form.toString(),
-      signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
+      upstream: 'the vertex-ai token endpoint',
+      secrets: [assertion],
+      egressParam: 'cloudB_service_account_json',
+      headersTimeoutMs: TOKEN_REQUEST_TIMEOUT_MS,
+      bodyTimeoutMs: TOKEN_REQUEST_TIMEOUT_MS,
     });
+    text = (await readGuardedBody(response, MAX_TOKEN_ANSWER_BYTES)).toString('utf8');
   } catch (error) {
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    if (cause?.code === 'AIGW_ERR_EGRESS_DENIED') {
-      throw new GatewayError('AIGW_ERR_EGRESS_DENIED', `vertex-ai token endpoint: ${cause.message ?? 'egress denied'}`, { param: 'cloudB_service_account_json' });
+    if (error instanceof GatewayError) {
+      if (error.code === 'AIGW_ERR_EGRESS_DENIED') {
+        throw new GatewayError('AIGW_ERR_EGRESS_DENIED', `vertex-ai token endpoint: ${error.message}`, { param: 'cloudB_service_account_json' });
+      }
+      if (error.code !== 'AIGW_ERR_UPSTREAM_UNREACHABLE') throw error;
     }
-    const timedOut = error instanceof Error && error.name === 'TimeoutError';
-    throw new GatewayError(
-      timedOut ? 'AIGW_ERR_UPSTREAM_TIMEOUT' : 'AIGW_ERR_UPSTREAM_UNREACHABLE',
-      timedOut ? 'The vertex-ai token endpoint did not answer in time.' : 'Could not reach the vertex-ai token endpoint.',
-      { cause: error },
-    );
+    throw new GatewayError('AIGW_ERR_UPSTREAM_UNREACHABLE', 'Could not reach the vertex-ai token endpoint.', { cause: error });
   }
-  const text = await response.text();
   const body = parseObject(text);
-  if (!response.ok) {
+  if (response.statusCode < 200 || response.statusCode >= 300) {
     // Only the OAuth error code is quoted: descriptions may echo parts of the request.
     const code = typeof body?.['error'] === 'string' && /^[a-z_]{1,64}$/.test(body['error']) ? ` ${body['error']}` : '';
     throw new GatewayError(
       'AIGW_ERR_UPSTREAM_INVALID_RESPONSE',
-      `The vertex-ai token endpoint refused the service account (HTTP ${response.status}${code}).`,
+      `The vertex-ai token endpoint refused the service account (HTTP ${response.statusCode}${code}).`,
     );
   }
   const accessToken = body?.['access_token'];

@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
+import { SseFrameSplitter } from '../providers/sse-parser.ts';
 
 // Reads the provider's token usage from an answer on its way to the client, without
 // holding it back: SSE streams are cut at frame boundaries and each frame is forwarded as
@@ -36,10 +36,10 @@ function numberOr(value: unknown, fallback: unknown): number | undefined {
 
 /** An SSE pass-through that reports usage and optionally drops the usage-only chunk. */
 export class SseUsageTap extends Transform {
-  readonly #decoder = new StringDecoder('utf8');
+  // The shared splitter: linear scan, one event capped (an oversize one fails the stream).
+  readonly #frames = new SseFrameSplitter();
   readonly #strip: boolean;
   readonly #onUsage: (usage: AnswerUsage) => void;
-  #pending = '';
 
   constructor(strip: boolean, onUsage: (usage: AnswerUsage) => void) {
     super();
@@ -48,43 +48,37 @@ export class SseUsageTap extends Transform {
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#pending += this.#decoder.write(chunk);
-    const boundary = /\r?\n\r?\n/g;
-    let start = 0;
-    let match: RegExpExecArray | null;
-    let out = '';
-    while ((match = boundary.exec(this.#pending)) !== null) {
-      const end = match.index + match[0].length;
-      out += this.#frame(this.#pending.slice(start, end));
-      start = end;
-    }
-    this.#pending = this.#pending.slice(start);
-    callback(null, out === '' ? undefined : out);
+    this.#forward(() => this.#frames.push(chunk), callback);
   }
 
   override _flush(callback: TransformCallback): void {
-    const rest = this.#pending + this.#decoder.end();
-    callback(null, rest === '' ? undefined : this.#frame(rest));
+    this.#forward(() => this.#frames.end(), callback);
+  }
+
+  #forward(read: () => ReturnType<SseFrameSplitter['push']>, callback: TransformCallback): void {
+    let out = '';
+    try {
+      for (const frame of read()) out += this.#frame(frame.raw, frame.data, frame.dispatch);
+    } catch (error) {
+      callback(error as Error);
+      return;
+    }
+    callback(null, out === '' ? undefined : out);
   }
 
   /** Returns the frame to forward ('' to drop it). */
-  #frame(frame: string): string {
-    const data = frame
-      .split(/\r?\n/)
-      .filter((line) => line.startsWith('data:'))
-      .map((line) => line.slice(5).trimStart())
-      .join('\n');
-    if (data === '' || data === '[DONE]' || !data.includes('usage')) return frame;
+  #frame(raw: string, data: string, dispatch: boolean): string {
+    if (!dispatch || data === '' || data === '[DONE]' || !data.includes('usage')) return raw;
     let payload: unknown;
     try {
       payload = JSON.parse(data);
     } catch {
-      return frame;
+      return raw;
     }
     const usage = usageOf(payload);
-    if (usage === undefined) return frame;
+    if (usage === undefined) return raw;
     this.#onUsage(usage);
     const choices = (payload as { choices?: unknown }).choices;
-    return this.#strip && Array.isArray(choices) && choices.length === 0 ? '' : frame;
+    return this.#strip && Array.isArray(choices) && choices.length === 0 ? '' : raw;
   }
 }

@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
 import { GatewayError } from '../errors.ts';
 import { readBodyBytes } from './read-body.ts';
+import { guardedCall, upstreamFailure, secretsOfTarget, type GuardedResponse } from './guarded-call.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 
 // One upstream attempt for one resolved target: override_params, the provider's plan,
@@ -12,7 +13,7 @@ import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 export type AttemptResult =
   | {
       readonly kind: 'response';
-      readonly response: Dispatcher.ResponseData;
+      readonly response: GuardedResponse;
       readonly target: ResolvedTarget;
       /** The body as sent upstream (overrides applied). */
       readonly requestBody: Record<string, unknown>;
@@ -28,6 +29,9 @@ export interface PlainAnswer {
   /** The parsed JSON, or undefined when the answer is not JSON. */
   readonly parsed: unknown;
 }
+
+/** The agent's own timeouts (upstream-agent.ts) when the config sets no request_timeout. */
+const AGENT_DEFAULT_TIMEOUT_MS = 600_000;
 
 /** Largest plain answer read (embeddings of long batches can be tens of MB). */
 const MAX_PLAIN_ANSWER = 64 * 1024 * 1024;
@@ -58,22 +62,30 @@ const NOT_FORWARDABLE = new Set([
   'x-gateway-api-key',
 ]);
 
+// Kept for callers that imported it from here.
+export { upstreamFailure };
+
 export async function attemptTarget(input: AttemptInput): Promise<AttemptResult> {
   const { target, endpoint } = input;
   const overrides = target.node.override_params;
   const body = overrides !== undefined && Object.keys(overrides).length > 0 ? { ...input.body, ...overrides } : input.body;
   const plan = await target.adapter.planRequest({ target, endpoint, body, bodyChanged: body !== input.body, dispatcher: input.dispatcher });
   const headers = withForwardedHeaders(plan.headers, input.requestHeaders, input.forwardHeaders);
-  const url = new URL(plan.url);
   try {
-    const response = await input.dispatcher.request({
-      origin: url.origin,
-      path: url.pathname + url.search,
+    const response = await guardedCall({
+      dispatcher: input.dispatcher,
+      url: plan.url,
       method: plan.method,
       headers,
       body: plan.body ?? input.rawBody,
       signal: input.signal,
-      ...(input.timeoutMs === undefined ? {} : { headersTimeout: input.timeoutMs, bodyTimeout: input.timeoutMs }),
+      upstream: target.provider,
+      secrets: secretsOfTarget(target),
+      egressParam: 'custom_host',
+      // Unset: the agent's long defaults (slow models stream for minutes).
+      headersTimeoutMs: input.timeoutMs ?? AGENT_DEFAULT_TIMEOUT_MS,
+      bodyTimeoutMs: input.timeoutMs ?? AGENT_DEFAULT_TIMEOUT_MS,
+      requestTimeoutMs: input.timeoutMs,
     });
     const status = response.statusCode;
     if (status < 200 || status >= 300) {
@@ -97,11 +109,10 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
     }
     return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: { bytes, parsed } };
   } catch (error) {
+    const failure = upstreamFailure(error, target.provider, input.timeoutMs);
     // A denied destination is the gateway's own refusal: it ends the walk (no fallback, no breaker).
-    if ((error as { code?: string }).code === 'AIGW_ERR_EGRESS_DENIED') {
-      throw new GatewayError('AIGW_ERR_EGRESS_DENIED', (error as Error).message, { param: 'custom_host', cause: error });
-    }
-    return { kind: 'error', error: upstreamFailure(error, target.provider, input.timeoutMs), target, networkOrTimeout: true };
+    if (failure.code === 'AIGW_ERR_EGRESS_DENIED') throw failure;
+    return { kind: 'error', error: failure, target, networkOrTimeout: true };
   }
 }
 
@@ -119,25 +130,6 @@ function withForwardedHeaders(
   }
   // The provider's own headers (credentials, content type) win over forwarded ones.
   return Object.assign(headers, planned);
-}
-
-/** A failed upstream call as a gateway error: 408 for our request_timeout, 504/502 otherwise. */
-export function upstreamFailure(error: unknown, provider: string, timeoutMs: number | undefined): GatewayError {
-  if (error instanceof GatewayError) return error;
-  const code = (error as { code?: string }).code;
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    if (timeoutMs !== undefined) {
-      return new GatewayError('AIGW_ERR_REQUEST_TIMEOUT', `Request to ${provider} timed out after ${timeoutMs} ms (request_timeout).`, {
-        cause: error,
-      });
-    }
-    return new GatewayError('AIGW_ERR_UPSTREAM_TIMEOUT', `${provider} did not answer in time.`, { cause: error });
-  }
-  if (code === 'UND_ERR_CONNECT_TIMEOUT') {
-    return new GatewayError('AIGW_ERR_UPSTREAM_TIMEOUT', `Connecting to ${provider} timed out.`, { cause: error });
-  }
-  const reason = typeof code === 'string' ? code : error instanceof Error ? error.name : 'network error';
-  return new GatewayError('AIGW_ERR_UPSTREAM_UNREACHABLE', `Could not reach ${provider}: ${reason}`, { cause: error });
 }
 
 /** Resolves when the body has data (without consuming it); rejects if it fails or is empty. */

@@ -1,10 +1,13 @@
-import { isIP } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { Agent, buildConnector } from 'undici';
 import { EgressDeniedError, guardedLookup, type EgressPolicy } from './egress-policy.ts';
 
 // One undici Agent for the process: it keeps a keep-alive pool per upstream origin, and it
 // lives outside the config snapshot so a reload never drops warm connections. Every new
-// connection passes the egress policy of the snapshot in force at connect time.
+// connection passes the egress policy of the snapshot in force at connect time, and the
+// agent remembers where each open connection goes: when a reload tightens the policy,
+// closeDeniedConnections() destroys the warm connections the new policy denies, so no
+// request rides a pooled socket to an origin that is no longer allowed.
 
 export interface UpstreamAgentOptions {
   /** Time to the response headers (ms); a routing config's request_timeout is tighter. */
@@ -17,14 +20,21 @@ export interface UpstreamAgentOptions {
   egress?: () => EgressPolicy;
 }
 
-export function createUpstreamAgent(options: UpstreamAgentOptions = {}): Agent {
+export type UpstreamAgent = Agent & {
+  /** Destroys open connections whose destination the current egress policy denies; returns how many. */
+  closeDeniedConnections(): number;
+};
+
+export function createUpstreamAgent(options: UpstreamAgentOptions = {}): UpstreamAgent {
   const timeout = options.connectTimeoutMs ?? 10_000;
   const egress = options.egress;
+  /** Open upstream sockets and the host name each was opened for. */
+  const open = new Map<Socket, string>();
   const connect =
     egress === undefined
       ? { timeout }
-      : guardedConnector(buildConnector({ timeout, lookup: guardedLookup(egress) } as buildConnector.BuildOptions), egress);
-  return new Agent({
+      : trackedConnector(guardedConnector(buildConnector({ timeout, lookup: guardedLookup(egress) } as buildConnector.BuildOptions), egress), egress, open);
+  const agent = new Agent({
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 600_000,
     headersTimeout: options.headersTimeoutMs ?? 600_000,
@@ -32,6 +42,47 @@ export function createUpstreamAgent(options: UpstreamAgentOptions = {}): Agent {
     connections: options.connectionsPerOrigin ?? 512,
     connect,
   });
+  return Object.assign(agent, {
+    closeDeniedConnections(): number {
+      if (egress === undefined) return 0;
+      let closed = 0;
+      for (const [socket, hostname] of open) {
+        if (deniedNow(egress(), hostname, socket) === undefined) continue;
+        socket.destroy();
+        open.delete(socket);
+        closed++;
+      }
+      return closed;
+    },
+  });
+}
+
+function deniedNow(policy: EgressPolicy, hostname: string, socket: Socket): string | undefined {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  return policy.checkName(host) ?? (socket.remoteAddress === undefined ? undefined : policy.check(host, socket.remoteAddress));
+}
+
+// Records each connection; one whose address the policy denies by the time it is up (a
+// reload during the handshake) is refused like any denied destination.
+function trackedConnector(base: buildConnector.connector, egress: () => EgressPolicy, open: Map<Socket, string>): buildConnector.connector {
+  return (options, callback) => {
+    base(options, (...args: Parameters<buildConnector.Callback>) => {
+      const [error, socket] = args;
+      if (error !== null || socket === null) {
+        callback(...args);
+        return;
+      }
+      const denied = deniedNow(egress(), options.hostname, socket);
+      if (denied !== undefined) {
+        socket.destroy();
+        callback(new EgressDeniedError(denied), null);
+        return;
+      }
+      open.set(socket, options.hostname);
+      socket.once('close', () => open.delete(socket));
+      callback(null, socket);
+    });
+  };
 }
 
 // Literal IP hosts never reach `lookup`: check them before connecting.

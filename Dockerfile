@@ -1,9 +1,11 @@
 # aigateway: one image for the proxy (`serve`) and the operator (`operator`).
 # Node 24 runs the TypeScript sources directly (type stripping); no build step.
-#   docker build -t ghcr.io/aigateway/aigateway:0.1.0 .
+# There is no public image: build and push your own (docs/kubernetes.md):
+#   docker build -t registry.example.com/aigateway:0.1.0 . && docker push registry.example.com/aigateway:0.1.0
 FROM node:24-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# Production dependencies only; no install scripts (no native addons).
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-slim
@@ -15,8 +17,8 @@ COPY bin ./bin
 COPY proxy ./proxy
 COPY operator ./operator
 COPY crds ./crds
-# The image's `node` user (uid/gid 1000): never root. The chart also sets runAsNonRoot and a
-# read-only root filesystem; the gateway writes only to --data-dir and /tmp (volumes).
+# The image's `node` user (uid/gid 1000): never root. Nothing in /app is writable by it: the
+# chart runs with a read-only root filesystem and mounts --data-dir and /tmp as volumes.
 USER 1000:1000
 EXPOSE 8787 8080 9090
 ENTRYPOINT ["node", "bin/aigateway.ts"]

@@ -21,6 +21,8 @@ export interface LeaderElectionOptions {
   readonly onStartedLeading: () => void;
   readonly onStoppedLeading: () => void;
   readonly now?: () => number;
+  /** Owner of a Lease this replica creates (the operator's Deployment): uninstalling removes it. */
+  readonly owner?: { readonly apiVersion: string; readonly kind: string; readonly name: string; readonly uid: string } | undefined;
 }
 
 interface LeaseSpec {
@@ -138,7 +140,11 @@ export class LeaderElector {
         body: {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
-          metadata: { name: this.#options.name, namespace: this.#options.namespace },
+          metadata: {
+            name: this.#options.name,
+            namespace: this.#options.namespace,
+            ...(this.#options.owner === undefined ? {} : { ownerReferences: [{ ...this.#options.owner }] }),
+          },
           spec: { holderIdentity: this.#options.identity, leaseDurationSeconds: durationSeconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
         },
       }).catch((error: unknown) => {

@@ -97,6 +97,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     namespace,
     name: options.leaseName ?? 'aigateway-operator',
     identity: options.identity,
+    owner: target.owner,
     leaseDurationMs: options.leaseDurationMs,
     renewDeadlineMs: options.renewDeadlineMs,
     retryPeriodMs: options.retryPeriodMs,

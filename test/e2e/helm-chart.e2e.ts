@@ -45,7 +45,7 @@ describe('Helm chart', { skip, timeout: 240_000 }, () => {
 
   test('helm lint --strict and helm template pass', async () => {
     await env.helm(['lint', CHART, '--strict']);
-    const rendered = (await env.helm(['template', RELEASE, CHART, '-n', 'aigw', '--set', 'serviceMonitor.enabled=true'])).stdout;
+    const rendered = (await env.helm(['template', RELEASE, CHART, '-n', 'aigw', '--set', 'serviceMonitor.enabled=true', '--api-versions', 'monitoring.coreos.com/v1'])).stdout;
     const kinds = (loadAll(rendered) as Array<Manifest | null>).filter((doc): doc is Manifest => doc !== null).map((doc) => doc.kind).sort();
     assert.deepEqual(kinds, [
       'ConfigMap',
@@ -53,7 +53,10 @@ describe('Helm chart', { skip, timeout: 240_000 }, () => {
       'Deployment',
       'HorizontalPodAutoscaler',
       'PodDisruptionBudget',
+      'PodDisruptionBudget',
       'Role',
+      'Role',
+      'RoleBinding',
       'RoleBinding',
       'Service',
       'Service',

@@ -63,3 +63,75 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "aigateway.leaseName" -}}
 {{ include "aigateway.operatorName" . }}
 {{- end -}}
+
+{{- define "aigateway.proxyStateRole" -}}
+{{ include "aigateway.proxyName" . }}-state
+{{- end -}}
+
+{{/* priorityClassName, affinity (soft anti-affinity by default), topology spread (zones and
+     nodes, ScheduleAnyway, by default), nodeSelector and tolerations of one component.
+     Call with (dict "root" $ "component" "proxy" "values" .Values.proxy). */}}
+{{- define "aigateway.scheduling" -}}
+{{- $root := .root -}}
+{{- $v := .values -}}
+{{- $selector := dict "app.kubernetes.io/name" (include "aigateway.name" $root) "app.kubernetes.io/instance" $root.Release.Name "app.kubernetes.io/component" .component -}}
+{{- with ($v.priorityClassName | default $root.Values.priorityClassName) }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- with $v.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+affinity:
+{{- if $v.affinity }}
+  {{- toYaml $v.affinity | nindent 2 }}
+{{- else }}
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm:
+          topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels:
+              {{- toYaml $selector | nindent 14 }}
+{{- end }}
+topologySpreadConstraints:
+{{- if $v.topologySpreadConstraints }}
+  {{- toYaml $v.topologySpreadConstraints | nindent 2 }}
+{{- else }}
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- toYaml $selector | nindent 8 }}
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- toYaml $selector | nindent 8 }}
+{{- end }}
+{{- end -}}
+
+{{- define "aigateway.monitoringApi" -}}
+{{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1" -}}true{{- end -}}
+{{- end -}}
+
+{{- define "aigateway.egressTo" -}}
+{{- /* (dict "cidrs" [...] "ports" [...]): one egress rule; no cidrs = any address on the ports */ -}}
+- ports:
+  {{- range .ports }}
+    - { protocol: TCP, port: {{ . }} }
+  {{- end }}
+  {{- with .cidrs }}
+  to:
+    {{- range . }}
+    - ipBlock: { cidr: {{ . | quote }} }
+    {{- end }}
+  {{- end }}
+{{- end -}}

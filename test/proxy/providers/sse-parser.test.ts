@@ -2,7 +2,17 @@
 // are split across TCP chunks.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { SSE_DONE, SseParser, sseFrame, type SseEvent } from '../../../proxy/providers/sse-parser.ts';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  SSE_DONE,
+  SseEventSizeGuard,
+  SseEventTooLargeError,
+  SseFrameSplitter,
+  SseParser,
+  sseFrame,
+  type SseEvent,
+} from '../../../proxy/providers/sse-parser.ts';
 
 function parseAll(chunks: ReadonlyArray<string | Buffer>): SseEvent[] {
   const parser = new SseParser();
@@ -93,5 +103,65 @@ describe('SseParser', () => {
     const events = parseAll([sseFrame(payload) + SSE_DONE]);
     assert.deepEqual(JSON.parse(events[0]?.data ?? ''), payload);
     assert.equal(events[1]?.data, '[DONE]');
+  });
+});
+
+describe('SseFrameSplitter and the event cap', () => {
+  test('the frames\' raw text, joined, is the input byte for byte (pass-through is exact)', () => {
+    const input = STREAM + STREAM.replaceAll('\n', '\r\n') + 'data: unterminated';
+    for (const size of [1, 3, 7, 64]) {
+      const splitter = new SseFrameSplitter();
+      let raw = '';
+      const bytes = Buffer.from(input);
+      for (let at = 0; at < bytes.length; at += size) for (const frame of splitter.push(bytes.subarray(at, at + size))) raw += frame.raw;
+      for (const frame of splitter.end()) raw += frame.raw;
+      assert.equal(raw, input, `chunks of ${size}`);
+    }
+  });
+
+  test('an event over the cap: the splitter throws, the parser yields one error event and then nothing', () => {
+    const splitter = new SseFrameSplitter({ maxEventBytes: 1024 });
+    assert.deepEqual(splitter.push('data: small\n\n').map((frame) => frame.data), ['small']);
+    assert.throws(() => {
+      for (let i = 0; i < 10; i++) splitter.push('data: ' + 'x'.repeat(200));
+    }, SseEventTooLargeError);
+
+    const parser = new SseParser({ maxEventBytes: 1024 });
+    const events: SseEvent[] = [];
+    for (let i = 0; i < 10; i++) events.push(...parser.push('data: ' + 'x'.repeat(200) + '\n'));
+    events.push(...parser.push('\ndata: after\n\n'), ...parser.end());
+    assert.equal(events.length, 1);
+    assert.equal(events[0]?.event, 'error');
+    assert.match(JSON.parse(events[0]?.data ?? '{}').error.message, /larger than 1024 bytes/);
+  });
+
+  test('many events of any total size pass; only one event is capped', () => {
+    const parser = new SseParser({ maxEventBytes: 1024 });
+    let count = 0;
+    for (let i = 0; i < 2000; i++) count += parser.push(`data: ${'y'.repeat(500)}\n\n`).length;
+    assert.equal(count, 2000);
+  });
+
+  test('a long event arriving in small chunks is scanned once (linear, not quadratic)', { timeout: 10_000 }, () => {
+    // 2 MiB in 64-byte chunks: a parser that rescans its buffer per chunk does ~32 G char reads.
+    const parser = new SseParser({ maxEventBytes: 4 * 1024 * 1024 });
+    const piece = 'z'.repeat(64);
+    parser.push('data: ');
+    for (let i = 0; i < (2 * 1024 * 1024) / 64; i++) assert.deepEqual(parser.push(piece), []);
+    const [only] = parser.push('\n\n');
+    assert.equal(only?.data.length, 2 * 1024 * 1024);
+  });
+
+  test('SseEventSizeGuard passes bytes through and fails the stream past the cap, CRLF or LF', async () => {
+    const collect = async (chunks: string[]) => {
+      const out: Buffer[] = [];
+      await pipeline(Readable.from(chunks.map((chunk) => Buffer.from(chunk))), new SseEventSizeGuard(100), async function* (source) {
+        for await (const chunk of source) out.push(chunk as Buffer);
+      });
+      return Buffer.concat(out).toString();
+    };
+    const fine = ['data: ' + 'a'.repeat(80) + '\r\n\r\n', 'data: ' + 'b'.repeat(80) + '\n\n', 'data: ' + 'c'.repeat(80) + '\r\r'];
+    assert.equal(await collect(fine), fine.join(''));
+    await assert.rejects(collect(['data: ' + 'a'.repeat(80) + '\n', 'data: ' + 'b'.repeat(80) + '\n\n']), SseEventTooLargeError);
   });
 });

@@ -7,10 +7,10 @@ import { registerInferenceRoutes, type InferenceDeps } from './endpoints/inferen
 import { GatewayError, isGatewayError, toErrorBody } from './errors.ts';
 import { HEADER, headerValue } from './gateway-headers.ts';
 import type { GatewayMetrics } from './observability/gateway-metrics.ts';
-import { observeRequest } from './observability/observe-request.ts';
-import { logRequest } from './observability/request-log.ts';
-import type { RequestRecord, RequestRecordSink } from './observability/request-record.ts';
-import { newRequestContext, type RequestContext } from './request-context.ts';
+import type { RequestRecordSink } from './observability/request-record.ts';
+import { armRequestFinish, type FinishDeps } from './observability/request-finish.ts';
+import { environmentTracer, type RequestTracer } from './observability/tracing.ts';
+import { newRequestContext } from './request-context.ts';
 
 // The data-plane HTTP server: hooks for trace id, auth and metadata; the inference routes;
 // health, readiness and metrics; errors in the OpenAI shape, converted here once.
@@ -30,6 +30,8 @@ export interface GatewayServerOptions {
   plugins?: readonly FastifyPluginAsync[] | undefined;
   /** Largest accepted request body (bytes); larger → 413. */
   bodyLimitBytes?: number;
+  /** OpenTelemetry tracing; default: what the OTEL_* environment asks for (off when unset); null: off. */
+  tracer?: RequestTracer | null | undefined;
 }
 
 export interface GatewayServer {
@@ -81,6 +83,11 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     clientErrorHandler: answerClientError,
   });
 
+  const tracer = options.tracer === undefined ? environmentTracer : (options.tracer ?? undefined);
+  const finishDeps: FinishDeps = { logger, metrics, requestSink: options.requestSink, tracer };
+  // Spans still batched go out before the process ends.
+  if (tracer !== undefined) app.addHook('onClose', async () => tracer.shutdown());
+
   const routes: RegisteredRoute[] = [];
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
@@ -125,6 +132,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     const traceId = traceIdFor(headerValue(request.headers[HEADER.traceId]));
     request.gateway = newRequestContext(traceId, state);
     reply.header(HEADER.traceId, traceId);
+    armRequestFinish(request, reply, finishDeps);
     if (isPublicRoute(request)) return;
     if (inFlight >= maxInFlight) {
       metrics.overloadRejections.inc();
@@ -134,18 +142,6 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     reply.raw.once('close', release);
     request.gateway.apiKey = authenticateMatchedRoute(request, request.gateway.state);
     request.gateway.metadata = parseMetadata(headerValue(request.headers[HEADER.metadata]));
-  });
-
-  app.addHook('onResponse', async (request, reply) => {
-    const context = request.gateway;
-    if (context === null || context === undefined) return;
-    const route = request.routeOptions.url ?? 'unmatched';
-    if (route === '/metrics' || route === '/health' || route === '/ready') return;
-    const status = reply.statusCode;
-    observeRequest(metrics, context, route, status);
-    const record = recordOf(context, request.method, route, status);
-    logRequest(logger, record, context.clientAborted);
-    if (options.requestSink !== undefined && route.startsWith('/v1/')) options.requestSink(record);
   });
 
   app.setErrorHandler((error: FastifyError | GatewayError, request, reply) => sendError(error, request, reply, logger));
@@ -178,33 +174,6 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
       ready = value;
     },
     routes: () => routes,
-  };
-}
-
-function recordOf(context: RequestContext, method: string, route: string, status: number): RequestRecord {
-  return {
-    id: randomUUID(),
-    traceId: context.traceId,
-    startedAt: context.startedAtMs,
-    method,
-    route,
-    status: context.clientAborted ? 499 : status,
-    latencyMs: Number(process.hrtime.bigint() - context.startedAt) / 1e6,
-    ttftMs: context.ttftMs,
-    apiKeyId: context.apiKey?.id,
-    workspace: context.apiKey?.workspace,
-    configId: context.configId,
-    targetPath: context.targetPath,
-    provider: context.provider,
-    model: context.model,
-    metadata: context.metadata,
-    promptTokens: context.usage?.prompt,
-    completionTokens: context.usage?.completion,
-    totalTokens: context.usage?.total,
-    cacheStatus: context.cacheStatus,
-    retries: context.retries,
-    guardrailVerdict: context.guardrailVerdict,
-    errorCode: context.errorCode,
   };
 }
 

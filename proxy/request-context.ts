@@ -1,4 +1,5 @@
 import type { GatewayApiKey, GatewayState } from './config/gateway-state.ts';
+import type { RequestSpan } from './observability/tracing.ts';
 
 // What the gateway knows about one request, gathered as it moves along the path and
 // read once at the end by metrics and the request log.
@@ -21,8 +22,24 @@ export interface RequestContext {
   /** The client went away before the answer was complete. */
   clientAborted: boolean;
   errorCode: string | undefined;
-  /** The provider's usage for this answer, when it reported one. */
-  usage: { prompt: number | undefined; completion: number | undefined; total: number | undefined } | undefined;
+  /** The provider's usage for this answer, when it reported one (or the gateway's estimate, see usageEstimated). */
+  usage: ContextUsage | undefined;
+  /** usage was estimated by the gateway (a stream the client left before the provider reported usage). */
+  usageEstimated: boolean;
+  /** The model the provider says answered (e.g. a dated snapshot of the requested alias). */
+  responseModel: string | undefined;
+  /** Content-bearing stream events relayed so far (the estimate's output side). */
+  streamEvents: number;
+  /** Bytes of the request body sent upstream (the estimate's input side). */
+  requestBytes: number;
+  /** Charges a token limit; set when the request was admitted against token windows. Called once, at the end. */
+  chargeTokens: ((tokens: number) => void) | undefined;
+  /** USD, set at the end from the price table; undefined when the model has no known price. */
+  costUsd: number | undefined;
+  /** The request's OpenTelemetry span when tracing is on. */
+  span: RequestSpan | undefined;
+  /** The end of the request was accounted (record, log, metrics): exactly once. */
+  finished: boolean;
   /** When the first upstream request was sent, and when the last upstream answer ended. */
   upstreamStartedAt: bigint | undefined;
   upstreamDoneAt: bigint | undefined;
@@ -30,6 +47,18 @@ export interface RequestContext {
   ttftMs: number | undefined;
   cacheStatus: string | undefined;
   guardrailVerdict: string | undefined;
+}
+
+export interface ContextUsage {
+  readonly prompt: number | undefined;
+  readonly completion: number | undefined;
+  readonly total: number | undefined;
+  /** Prompt tokens served from the provider's prompt cache (part of prompt). */
+  readonly cachedPrompt?: number | undefined;
+  /** Prompt tokens written to the provider's prompt cache, when reported. */
+  readonly cacheWrite?: number | undefined;
+  /** Completion tokens spent on reasoning (part of completion). */
+  readonly reasoning?: number | undefined;
 }
 
 export function newRequestContext(traceId: string, state: GatewayState): RequestContext {
@@ -48,6 +77,14 @@ export function newRequestContext(traceId: string, state: GatewayState): Request
     clientAborted: false,
     errorCode: undefined,
     usage: undefined,
+    usageEstimated: false,
+    responseModel: undefined,
+    streamEvents: 0,
+    requestBytes: 0,
+    chargeTokens: undefined,
+    costUsd: undefined,
+    span: undefined,
+    finished: false,
     upstreamStartedAt: undefined,
     upstreamDoneAt: undefined,
     ttftMs: undefined,

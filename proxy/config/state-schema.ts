@@ -54,6 +54,16 @@ export const CacheSettingsSchema = z.strictObject({
   embeddings: z.strictObject({ provider: z.string().min(1), model: z.string().min(1) }).optional(),
 });
 
+/** USD per million tokens for a model the built-in price table lacks (private or self-hosted). */
+export const ModelPriceEntrySchema = z.strictObject({
+  model: z.string().min(1),
+  provider: z.string().min(1).optional(),
+  inputPerMillion: z.number().nonnegative(),
+  outputPerMillion: z.number().nonnegative(),
+  cachedInputPerMillion: z.number().nonnegative().optional(),
+  cacheWritePerMillion: z.number().nonnegative().optional(),
+});
+
 export const GatewayStateSchema = z.strictObject({
   apiKeys: z.array(ApiKeyEntrySchema).default([]),
   providers: z.array(ProviderEntrySchema).default([]),
@@ -63,6 +73,7 @@ export const GatewayStateSchema = z.strictObject({
   rateLimitPolicies: z.array(RateLimitPolicySchema).default([]),
   egress: EgressSchema.default({ allow: [] }),
   cache: CacheSettingsSchema.default({}),
+  modelPrices: z.array(ModelPriceEntrySchema).default([]),
 });
 
 export type GatewayStateDocument = z.infer<typeof GatewayStateSchema>;

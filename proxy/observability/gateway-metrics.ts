@@ -19,6 +19,10 @@ export interface GatewayMetrics {
   readonly genAiTimeToFirstToken: Histogram<GenAiLabel>;
   readonly genAiTokenUsage: Histogram<GenAiLabel | 'gen_ai_token_type'>;
   readonly gatewayOverhead: Histogram<'route'>;
+  /** USD spent, from the price table (labels bounded like the GenAI series). */
+  readonly costUsd: Counter<'provider' | 'model'>;
+  /** Requests with usage whose model has no known price: counted, never priced as zero. */
+  readonly unpricedRequests: Counter<'provider' | 'model'>;
   readonly overloadRejections: Counter;
   readonly cacheRequests: Counter<'status'>;
   readonly cacheErrors: Counter<'operation'>;
@@ -148,6 +152,18 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     buckets: OVERHEAD_BUCKETS,
     registers: [registry],
   });
+  const costUsd = new Counter({
+    name: 'aigateway_cost_usd_total',
+    help: 'USD spent at providers, from the model price table (cached input and reasoning tokens included).',
+    labelNames: ['provider', 'model'] as const,
+    registers: [registry],
+  });
+  const unpricedRequests = new Counter({
+    name: 'aigateway_cost_unpriced_requests_total',
+    help: 'Requests with token usage whose model has no known price (cost unknown, not zero).',
+    labelNames: ['provider', 'model'] as const,
+    registers: [registry],
+  });
   const overloadRejections = new Counter({
     name: 'aigateway_overload_rejections_total',
     help: 'Requests refused with 503 because the gateway was at its in-flight limit.',
@@ -210,6 +226,8 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     genAiTimeToFirstToken,
     genAiTokenUsage,
     gatewayOverhead,
+    costUsd,
+    unpricedRequests,
     modelLabel: new BoundedLabel(200),
     policyLabel: new BoundedLabel(500),
     requests,

@@ -8,8 +8,9 @@ import { statusClass, type GatewayMetrics } from './gateway-metrics.ts';
 // repeat (a handful of routes × providers × models), so each one's children are resolved
 // once and kept: prom-client would otherwise hash the label object on every observation.
 
-const OPERATIONS: Readonly<Record<string, string>> = {
+export const OPERATIONS: Readonly<Record<string, string>> = {
   '/v1/chat/completions': 'chat',
+  '/v1/messages': 'chat',
   '/v1/completions': 'text_completion',
   '/v1/embeddings': 'embeddings',
   '/v1/responses': 'responses',
@@ -27,7 +28,13 @@ interface GenAiSeries {
   output: ReturnType<Histogram<string>['labels']>;
 }
 
+interface CostSeries {
+  cost: ReturnType<Counter<string>['labels']>;
+  unpriced: ReturnType<Counter<string>['labels']>;
+}
+
 const MAX_CACHED = 2048;
+const costSeries = new WeakMap<GatewayMetrics, Map<string, CostSeries>>();
 const routeSeries = new WeakMap<GatewayMetrics, Map<string, RouteSeries>>();
 const genAiSeries = new WeakMap<GatewayMetrics, Map<string, GenAiSeries>>();
 
@@ -116,4 +123,19 @@ export function observeRequest(metrics: GatewayMetrics, context: RequestContext,
     const after = context.upstreamDoneAt === undefined ? 0n : now - context.upstreamDoneAt;
     metrics.gatewayOverhead.observe({ route }, Number(before + (after > 0n ? after : 0n)) / 1e9);
   }
+}
+
+/** The request's cost (USD) on aigateway_cost_usd_total; usage without a known price is counted as unpriced. */
+export function observeCost(metrics: GatewayMetrics, context: RequestContext): void {
+  if (context.usage === undefined || context.provider === undefined) return;
+  const cost = context.costUsd;
+  if (cost === 0) return;
+  const provider = providerLabel(context.provider, context.state);
+  const model = metrics.modelLabel.of(context.model, knownLabels(context.state).models);
+  const series = cached(costSeries, metrics, `${provider}\u0000${model}`, () => ({
+    cost: metrics.costUsd.labels({ provider, model }),
+    unpriced: metrics.unpricedRequests.labels({ provider, model }),
+  }));
+  if (cost === undefined) series.unpriced.inc();
+  else series.cost.inc(cost);
 }

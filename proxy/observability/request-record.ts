@@ -23,6 +23,16 @@ export interface RequestRecord {
   readonly promptTokens: number | undefined;
   readonly completionTokens: number | undefined;
   readonly totalTokens: number | undefined;
+  /** Prompt tokens served from the provider's prompt cache (part of promptTokens). */
+  readonly cachedTokens?: number | undefined;
+  /** Completion tokens spent on reasoning (part of completionTokens). */
+  readonly reasoningTokens?: number | undefined;
+  /** The token counts are the gateway's estimate (the client left before the provider reported usage). */
+  readonly usageEstimated?: boolean | undefined;
+  /** USD from the price table; undefined when the model has no known price (never 0 for unknown). */
+  readonly costUsd?: number | undefined;
+  /** The OpenTelemetry trace id (32 hex) when tracing is on: the log line leads to its trace. */
+  readonly otelTraceId?: string | undefined;
   readonly cacheStatus: string | undefined;
   readonly retries: number;
   /** Guardrail outcome summary (e.g. `pass`, `fail`, `deny`), when hooks ran. */

@@ -1,0 +1,183 @@
+import { calcPrice, type ModelInfo, type ModelPrice, type Provider, type Usage } from '@pydantic/genai-prices';
+
+// What one request cost in USD, from the maintained price table of @pydantic/genai-prices
+// (prices per million tokens, cached-input and cache-write rates, long-context tiers,
+// dated price changes), with the state file's `modelPrices` in front for private models.
+// A model neither knows is unpriced (undefined), never free.
+
+/** Token counts as the provider reported them (OpenAI convention: cached ⊂ prompt, reasoning ⊂ completion). */
+export interface TokenUsage {
+  readonly prompt: number | undefined;
+  readonly completion: number | undefined;
+  /** Prompt tokens read from the provider's prompt cache (billed at the cached rate). */
+  readonly cachedPrompt?: number | undefined;
+  /** Prompt tokens written to the provider's prompt cache (Anthropic), when reported. */
+  readonly cacheWrite?: number | undefined;
+  /** Completion tokens spent on reasoning (billed as output). */
+  readonly reasoning?: number | undefined;
+}
+
+/** A state-file price for a model the table does not know (USD per million tokens). */
+export interface ModelPriceOverride {
+  readonly model: string;
+  /** Only for this provider; any provider when absent. */
+  readonly provider?: string | undefined;
+  readonly inputPerMillion: number;
+  readonly outputPerMillion: number;
+  readonly cachedInputPerMillion?: number | undefined;
+  readonly cacheWritePerMillion?: number | undefined;
+}
+
+// The gateway's provider names → the table's provider ids. Self-hosted providers (ollama,
+// vllm, lm-studio) and made-up names have no public price: only an override prices them.
+const TABLE_PROVIDER: Readonly<Record<string, string>> = {
+  openai: 'openai',
+  'azure-openai': 'azure',
+  anthropic: 'anthropic',
+  bedrock: 'aws',
+  'vertex-ai': 'google',
+  google: 'google',
+  groq: 'groq',
+  'together-ai': 'together',
+  'mistral-ai': 'mistral',
+  deepseek: 'deepseek',
+  'fireworks-ai': 'fireworks',
+  openrouter: 'openrouter',
+  'perplexity-ai': 'perplexity',
+  'x-ai': 'x-ai',
+  cohere: 'cohere',
+  cerebras: 'cerebras',
+};
+
+type Resolved =
+  | { readonly kind: 'flat'; readonly price: FlatPrice }
+  // Tiers or dated prices: the table's own calculation, over a one-model provider.
+  | { readonly kind: 'table'; readonly provider: Provider; readonly modelId: string }
+  | { readonly kind: 'unknown' };
+
+interface FlatPrice {
+  readonly input: number;
+  readonly output: number;
+  readonly cacheRead: number;
+  readonly cacheWrite: number;
+}
+
+const MAX_RESOLVED = 4096;
+const FLAT_KEYS = new Set(['input_mtok', 'output_mtok', 'cache_read_mtok', 'cache_write_mtok']);
+
+export class PriceTable {
+  readonly #overrides: ReadonlyMap<string, FlatPrice>;
+  readonly #resolved = new Map<string, Resolved>();
+
+  constructor(overrides: readonly ModelPriceOverride[] = []) {
+    const map = new Map<string, FlatPrice>();
+    for (const entry of overrides) {
+      map.set(overrideKey(entry.provider, entry.model), {
+        input: entry.inputPerMillion,
+        output: entry.outputPerMillion,
+        cacheRead: entry.cachedInputPerMillion ?? entry.inputPerMillion,
+        cacheWrite: entry.cacheWritePerMillion ?? entry.inputPerMillion,
+      });
+    }
+    this.#overrides = map;
+  }
+
+  /** USD for `usage` of `model` at `provider`, or undefined when the model has no known price. */
+  costUsd(provider: string | undefined, model: string | undefined, usage: TokenUsage, at: Date = new Date()): number | undefined {
+    if (model === undefined || (usage.prompt === undefined && usage.completion === undefined)) return undefined;
+    const resolved = this.#resolve(provider, model);
+    if (resolved.kind === 'unknown') return undefined;
+    if (resolved.kind === 'flat') return flatCost(resolved.price, usage);
+    try {
+      return calcPrice(tableUsage(usage), resolved.modelId, { provider: resolved.provider, timestamp: at })?.total_price;
+    } catch {
+      // Inconsistent counts from a provider (cached > prompt…) price as unknown, never crash.
+      return undefined;
+    }
+  }
+
+  /** True when the model has a price (the table's or an override). */
+  knows(provider: string | undefined, model: string): boolean {
+    return this.#resolve(provider, model).kind !== 'unknown';
+  }
+
+  #resolve(provider: string | undefined, model: string): Resolved {
+    const key = `${provider ?? ''}\u0000${model}`;
+    let resolved = this.#resolved.get(key);
+    if (resolved === undefined) {
+      resolved = this.#lookup(provider, model);
+      // Model names come from requests: the memo is bounded, lookups past it are recomputed.
+      if (this.#resolved.size < MAX_RESOLVED) this.#resolved.set(key, resolved);
+    }
+    return resolved;
+  }
+
+  #lookup(provider: string | undefined, model: string): Resolved {
+    const override = this.#overrides.get(overrideKey(provider, model)) ?? this.#overrides.get(overrideKey(undefined, model));
+    if (override !== undefined) return { kind: 'flat', price: override };
+    const providerId = provider === undefined ? undefined : TABLE_PROVIDER[provider];
+    if (providerId === undefined || model.length > 256) return { kind: 'unknown' };
+    let found;
+    try {
+      found = calcPrice({ input_tokens: 1, output_tokens: 1 }, model, { providerId });
+    } catch {
+      return { kind: 'unknown' };
+    }
+    if (found === null) return { kind: 'unknown' };
+    const flat = flatPriceOf(found.model);
+    if (flat !== undefined) return { kind: 'flat', price: flat };
+    const single: ModelInfo = { ...found.model, match: { equals: found.model.id } };
+    return { kind: 'table', modelId: found.model.id, provider: { ...found.provider, models: [single] } };
+  }
+}
+
+function overrideKey(provider: string | undefined, model: string): string {
+  return `${provider ?? '*'}\u0000${model}`;
+}
+
+/** A model whose price is one set of per-token numbers (most): priced without the table's matcher. */
+function flatPriceOf(model: ModelInfo): FlatPrice | undefined {
+  if (Array.isArray(model.prices)) return undefined;
+  const prices: ModelPrice = model.prices;
+  for (const [key, value] of Object.entries(prices)) {
+    if (value === undefined) continue;
+    if (typeof value !== 'number') return undefined;
+    // Prices for units we do not count (audio, images, searches) do not apply to our usage;
+    // a per-request price would: leave those to the table.
+    if (!FLAT_KEYS.has(key) && key.startsWith('requests')) return undefined;
+  }
+  const input = prices['input_mtok'];
+  const output = prices['output_mtok'];
+  if (typeof input !== 'number' && typeof output !== 'number') return undefined;
+  const inputPrice = typeof input === 'number' ? input : 0;
+  return {
+    input: inputPrice,
+    output: typeof output === 'number' ? output : 0,
+    cacheRead: typeof prices['cache_read_mtok'] === 'number' ? prices['cache_read_mtok'] : inputPrice,
+    cacheWrite: typeof prices['cache_write_mtok'] === 'number' ? prices['cache_write_mtok'] : inputPrice,
+  };
+}
+
+function flatCost(price: FlatPrice, usage: TokenUsage): number {
+  const prompt = nonNegative(usage.prompt);
+  const cacheRead = Math.min(nonNegative(usage.cachedPrompt), prompt);
+  const cacheWrite = Math.min(nonNegative(usage.cacheWrite), prompt - cacheRead);
+  const uncached = prompt - cacheRead - cacheWrite;
+  const input = uncached * price.input + cacheRead * price.cacheRead + cacheWrite * price.cacheWrite;
+  return (input + nonNegative(usage.completion) * price.output) / 1e6;
+}
+
+function tableUsage(usage: TokenUsage): Usage {
+  const prompt = nonNegative(usage.prompt);
+  const cacheRead = Math.min(nonNegative(usage.cachedPrompt), prompt);
+  return {
+    input_tokens: prompt,
+    output_tokens: nonNegative(usage.completion),
+    cache_read_tokens: cacheRead,
+    cache_write_tokens: Math.min(nonNegative(usage.cacheWrite), prompt - cacheRead),
+  };
+}
+
+function nonNegative(value: number | undefined): number {
+  return value === undefined || !Number.isFinite(value) || value < 0 ? 0 : value;
+}

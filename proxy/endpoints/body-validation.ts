@@ -7,16 +7,22 @@ import { GatewayError } from '../errors.ts';
 import { chatCompletionsBodySchema } from './chat-completions-body.ts';
 import { completionsBodySchema } from './completions-body.ts';
 import { embeddingsBodySchema } from './embeddings-body.ts';
+import { countTokensBodySchema, messagesBodySchema } from './messages-body.ts';
 import { responsesBodySchema } from './responses-body.ts';
 
-/** The inference endpoints whose bodies the gateway validates. */
-export type InferenceEndpoint = 'chat.completions' | 'completions' | 'embeddings' | 'responses';
+/**
+ * The inference endpoints whose bodies the gateway validates. `messages` and
+ * `messages.count_tokens` carry Anthropic-shaped bodies (POST /v1/messages…).
+ */
+export type InferenceEndpoint = 'chat.completions' | 'completions' | 'embeddings' | 'responses' | 'messages' | 'messages.count_tokens';
 
 const BODY_SCHEMAS: Readonly<Record<InferenceEndpoint, z.ZodType>> = {
   'chat.completions': chatCompletionsBodySchema,
   completions: completionsBodySchema,
   embeddings: embeddingsBodySchema,
   responses: responsesBodySchema,
+  messages: messagesBodySchema,
+  'messages.count_tokens': countTokensBodySchema,
 };
 
 const TYPE_NAMES: Readonly<Record<string, string>> = {

@@ -90,6 +90,12 @@ export function mapRequestText<T extends Json>(endpoint: InferenceEndpoint, body
       const next = typeof instructions === 'string' ? withField(body, 'instructions', rewrite(instructions)) : body;
       return withField(next, 'input', rewriteResponsesInput(body['input'], rewrite));
     }
+    case 'messages':
+    case 'messages.count_tokens': {
+      // Anthropic Messages: a top-level system (string or text blocks) and user/assistant turns.
+      const next = 'system' in body ? withField(body, 'system', rewriteContent(body['system'], rewrite)) : body;
+      return withField(next, 'messages', rewriteMessages(body['messages'], rewrite));
+    }
   }
 }
 
@@ -131,7 +137,11 @@ export function mapResponseText(endpoint: InferenceEndpoint, body: unknown, rewr
       );
       return withField(body, 'output', next);
     }
+    case 'messages':
+      // An Anthropic Message: its text blocks.
+      return withField(body, 'content', rewriteContent(body['content'], rewrite));
     case 'embeddings':
+    case 'messages.count_tokens':
       return body;
   }
 }

@@ -56,7 +56,7 @@ export const requiredMetadataKeysCheck = defineCheck({
   },
 });
 
-const ENDPOINTS = ['chat.completions', 'completions', 'embeddings', 'responses'] as const satisfies readonly InferenceEndpoint[];
+const ENDPOINTS = ['chat.completions', 'completions', 'embeddings', 'responses', 'messages', 'messages.count_tokens'] as const satisfies readonly InferenceEndpoint[];
 const EndpointListSchema = z.array(z.enum(ENDPOINTS)).min(1);
 
 export const allowedRequestTypesCheck = defineCheck({

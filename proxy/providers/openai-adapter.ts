@@ -11,6 +11,9 @@ export const OPENAI_ENDPOINT_PATHS: Readonly<Record<InferenceEndpoint, string>> 
   completions: '/completions',
   embeddings: '/embeddings',
   responses: '/responses',
+  // Not served natively by OpenAI-format hosts: the messages ingress translates to chat.
+  messages: '/chat/completions',
+  'messages.count_tokens': '/chat/completions',
 };
 
 export function openaiCompatibleAdapter(supported: ReadonlySet<InferenceEndpoint>): ProviderAdapter {

@@ -38,6 +38,10 @@ export function requestBodyFor(endpoint: InferenceEndpoint, text: string, model 
       return { model, input: text };
     case 'responses':
       return { model, input: text };
+    case 'messages':
+      return { model, max_tokens: 64, messages: [{ role: 'user', content: text }] };
+    case 'messages.count_tokens':
+      return { model, messages: [{ role: 'user', content: text }] };
   }
 }
 

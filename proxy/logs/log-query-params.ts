@@ -114,11 +114,11 @@ function parseInstant(value: string | undefined, name: string): number | undefin
 
 function parseGroupBy(value: string | undefined): SummaryGroupBy | undefined {
   if (value === undefined) return undefined;
-  if (value === 'provider' || value === 'model') return { kind: value };
+  if (value === 'provider' || value === 'model' || value === 'workspace' || value === 'api_key_id') return { kind: value };
   if (value.startsWith(METADATA_PREFIX) && isQueryableMetadataKey(value.slice(METADATA_PREFIX.length))) {
     return { kind: 'metadata', key: value.slice(METADATA_PREFIX.length) };
   }
-  return invalid('group_by', 'group_by must be provider, model or metadata.<key>.');
+  return invalid('group_by', 'group_by must be provider, model, workspace, api_key_id or metadata.<key>.');
 }
 
 /** Query params as single strings; repeated, unknown or overlong parameters are refused. */

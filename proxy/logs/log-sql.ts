@@ -38,7 +38,21 @@ export const LOG_COLUMNS = [
   'retries',
   'guardrail_verdict',
   'error_code',
+  'cached_tokens',
+  'reasoning_tokens',
+  'usage_estimated',
+  'cost_usd',
+  'otel_trace_id',
 ] as const;
+
+/** Columns added after the first release: created on open when an older table lacks them. */
+export const ADDED_COLUMNS: ReadonlyArray<readonly [LogColumn, 'integer' | 'real' | 'text']> = [
+  ['cached_tokens', 'integer'],
+  ['reasoning_tokens', 'integer'],
+  ['usage_estimated', 'integer'],
+  ['cost_usd', 'real'],
+  ['otel_trace_id', 'text'],
+];
 
 export type LogColumn = (typeof LOG_COLUMNS)[number];
 
@@ -46,7 +60,7 @@ export type LogColumn = (typeof LOG_COLUMNS)[number];
 export type LogRow = {
   [K in LogColumn]: K extends 'started_at' | 'status' | 'latency_ms' | 'retries'
     ? number
-    : K extends 'ttft_ms' | 'prompt_tokens' | 'completion_tokens' | 'total_tokens'
+    : K extends 'ttft_ms' | 'prompt_tokens' | 'completion_tokens' | 'total_tokens' | 'cached_tokens' | 'reasoning_tokens' | 'usage_estimated' | 'cost_usd'
       ? number | null
       : K extends 'id' | 'trace_id' | 'method' | 'route'
         ? string
@@ -152,6 +166,8 @@ export function summaryStatement(
   SUM(COALESCE(prompt_tokens, 0)) AS prompt_tokens,
   SUM(COALESCE(completion_tokens, 0)) AS completion_tokens,
   SUM(COALESCE(total_tokens, 0)) AS total_tokens,
+  SUM(COALESCE(cost_usd, 0)) AS cost_usd,
+  SUM(CASE WHEN cost_usd IS NULL AND total_tokens IS NOT NULL THEN 1 ELSE 0 END) AS unpriced,
   MIN(CASE WHEN rn * 100 >= 50 * n THEN latency_ms END) AS p50,
   MIN(CASE WHEN rn * 100 >= 95 * n THEN latency_ms END) AS p95,
   SUM(CASE WHEN UPPER(cache_status) LIKE '%HIT' THEN 1 ELSE 0 END) AS cache_hits,
@@ -159,7 +175,7 @@ export function summaryStatement(
 FROM (
   SELECT f.*, ROW_NUMBER() OVER (PARTITION BY g ORDER BY latency_ms, id) AS rn, COUNT(*) OVER (PARTITION BY g) AS n
   FROM (
-    SELECT ${group} AS g, id, status, latency_ms, prompt_tokens, completion_tokens, total_tokens, cache_status
+    SELECT ${group} AS g, id, status, latency_ms, prompt_tokens, completion_tokens, total_tokens, cost_usd, cache_status
     FROM ${table} ${where}
   ) f
 ) r
@@ -171,7 +187,7 @@ LIMIT ${params.bind(MAX_SUMMARY_GROUPS + 1)}`;
 
 /** Summary columns as the driver returns them (PostgreSQL gives bigints as strings). */
 export type SummaryRow = Record<
-  'group_key' | 'requests' | 'errors' | 'prompt_tokens' | 'completion_tokens' | 'total_tokens' | 'p50' | 'p95' | 'cache_hits' | 'cache_lookups',
+  'group_key' | 'requests' | 'errors' | 'prompt_tokens' | 'completion_tokens' | 'total_tokens' | 'cost_usd' | 'unpriced' | 'p50' | 'p95' | 'cache_hits' | 'cache_lookups',
   unknown
 >;
 
@@ -181,6 +197,8 @@ export const EMPTY_STATS: SummaryStats = {
   promptTokens: 0,
   completionTokens: 0,
   totalTokens: 0,
+  costUsd: 0,
+  unpricedRequests: 0,
   latencyP50Ms: null,
   latencyP95Ms: null,
   cacheHits: 0,
@@ -196,6 +214,8 @@ export function statsFromRow(row: SummaryRow): SummaryStats {
     promptTokens: count(row.prompt_tokens),
     completionTokens: count(row.completion_tokens),
     totalTokens: count(row.total_tokens),
+    costUsd: count(row.cost_usd),
+    unpricedRequests: count(row.unpriced),
     latencyP50Ms: maybe(row.p50),
     latencyP95Ms: maybe(row.p95),
     cacheHits: count(row.cache_hits),
@@ -259,6 +279,11 @@ export function rowOf(record: RequestRecord): LogRow {
     retries: Math.round(record.retries),
     guardrail_verdict: cleanOrNull(record.guardrailVerdict),
     error_code: cleanOrNull(record.errorCode),
+    cached_tokens: integerOrNull(record.cachedTokens),
+    reasoning_tokens: integerOrNull(record.reasoningTokens),
+    usage_estimated: record.usageEstimated === true ? 1 : null,
+    cost_usd: numberOrNull(record.costUsd),
+    otel_trace_id: cleanOrNull(record.otelTraceId),
   };
 }
 
@@ -291,5 +316,15 @@ export function recordFromRow(row: Record<string, unknown>): RequestRecord {
     retries: Number(row['retries']),
     guardrailVerdict: text(row['guardrail_verdict']),
     errorCode: text(row['error_code']),
+    // Later columns appear only when set, so older records read back as they were written.
+    ...present('cachedTokens', num(row['cached_tokens'])),
+    ...present('reasoningTokens', num(row['reasoning_tokens'])),
+    ...present('usageEstimated', row['usage_estimated'] === null || row['usage_estimated'] === undefined ? undefined : Number(row['usage_estimated']) === 1),
+    ...present('costUsd', num(row['cost_usd'])),
+    ...present('otelTraceId', text(row['otel_trace_id'])),
   };
+}
+
+function present<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }

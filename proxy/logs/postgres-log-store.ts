@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { RequestRecord } from '../observability/request-record.ts';
 import {
   EMPTY_STATS,
+  ADDED_COLUMNS,
   LOG_COLUMNS,
   pageStatement,
   recordFromRow,
@@ -65,7 +66,14 @@ const ARRAY_TYPES: Record<LogColumn, string> = {
   retries: 'int[]',
   guardrail_verdict: 'text[]',
   error_code: 'text[]',
+  cached_tokens: 'int8[]',
+  reasoning_tokens: 'int8[]',
+  usage_estimated: 'int[]',
+  cost_usd: 'float8[]',
+  otel_trace_id: 'text[]',
 };
+
+const POSTGRES_TYPES = { integer: 'bigint', real: 'float8', text: 'text' } as const;
 
 export const POSTGRES_DIALECT: SqlDialect = {
   placeholder: (index) => `$${index}`,
@@ -215,6 +223,9 @@ async function createSchema(pool: pg.Pool, table: string): Promise<void> {
         guardrail_verdict text,
         error_code text
       )`);
+    for (const [column, type] of ADDED_COLUMNS) {
+      await client.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${POSTGRES_TYPES[type]}`);
+    }
     await client.query(`CREATE INDEX IF NOT EXISTS ${base}_started ON ${table} (started_at, id)`);
     await client.query(`CREATE INDEX IF NOT EXISTS ${base}_trace ON ${table} (trace_id)`);
     await client.query(`CREATE INDEX IF NOT EXISTS ${base}_provider_model ON ${table} (provider, model, started_at)`);

@@ -38,6 +38,8 @@ export interface LogPage {
 export type SummaryGroupBy =
   | { readonly kind: 'provider' }
   | { readonly kind: 'model' }
+  | { readonly kind: 'workspace' }
+  | { readonly kind: 'api_key_id' }
   | { readonly kind: 'metadata'; readonly key: string };
 
 /** Aggregates over a set of records. Latency percentiles are nearest-rank (a real sample). */
@@ -48,6 +50,10 @@ export interface SummaryStats {
   readonly promptTokens: number;
   readonly completionTokens: number;
   readonly totalTokens: number;
+  /** USD of the priced records. */
+  readonly costUsd: number;
+  /** Records with token usage but no known price: their cost is unknown, not zero. */
+  readonly unpricedRequests: number;
   readonly latencyP50Ms: number | null;
   readonly latencyP95Ms: number | null;
   /** Records whose cache status ends in HIT (HIT, SEMANTIC HIT). */

@@ -2,6 +2,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { RequestRecord } from '../observability/request-record.ts';
 import {
   EMPTY_STATS,
+  ADDED_COLUMNS,
   LOG_COLUMNS,
   pageStatement,
   recordFromRow,
@@ -70,7 +71,12 @@ CREATE TABLE IF NOT EXISTS ${TABLE} (
   cache_status TEXT,
   retries INTEGER NOT NULL,
   guardrail_verdict TEXT,
-  error_code TEXT
+  error_code TEXT,
+  cached_tokens INTEGER,
+  reasoning_tokens INTEGER,
+  usage_estimated INTEGER,
+  cost_usd REAL,
+  otel_trace_id TEXT
 );
 CREATE INDEX IF NOT EXISTS ${TABLE}_started ON ${TABLE} (started_at, id);
 CREATE INDEX IF NOT EXISTS ${TABLE}_trace ON ${TABLE} (trace_id);
@@ -90,6 +96,10 @@ export class SqliteLogDatabase {
     // checkpoint does), losing at most the last commits on power loss — fine for logs.
     this.#db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;');
     this.#db.exec(SCHEMA);
+    const present = new Set((this.#db.prepare(`PRAGMA table_info(${TABLE})`).all() as { name: string }[]).map((column) => column.name));
+    for (const [column, type] of ADDED_COLUMNS) {
+      if (!present.has(column)) this.#db.exec(`ALTER TABLE ${TABLE} ADD COLUMN ${column} ${type.toUpperCase()}`);
+    }
     const placeholders = LOG_COLUMNS.map((_, index) => `?${index + 1}`).join(', ');
     this.#insert = this.#db.prepare(`INSERT OR IGNORE INTO ${TABLE} (${LOG_COLUMNS.join(', ')}) VALUES (${placeholders})`);
     this.#get = this.#db.prepare(`SELECT * FROM ${TABLE} WHERE id = ?1`);

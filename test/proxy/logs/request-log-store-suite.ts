@@ -195,6 +195,8 @@ export function requestLogStoreSuite(name: string, create: () => Promise<Request
             promptTokens: 10,
             completionTokens: 5,
             totalTokens: 15,
+            // Half priced, half unknown: unknown cost is counted apart, never summed as zero.
+            costUsd: i < 10 ? 0.25 : undefined,
             cacheStatus: i < 4 ? 'HIT' : i < 6 ? 'SEMANTIC HIT' : i < 10 ? 'MISS' : 'DISABLED',
           }),
         );
@@ -207,14 +209,16 @@ export function requestLogStoreSuite(name: string, create: () => Promise<Request
           promptTokens: 205,
           completionTokens: 100,
           totalTokens: 300,
+          costUsd: 2.5,
+          unpricedRequests: 10,
           latencyP50Ms: 12, // rank 13 of 1..9,10,10,11..19,20,20,30,40,50
           latencyP95Ms: 40, // rank 24
           cacheHits: 6,
           cacheLookups: 10,
         });
         assert.deepEqual(summary.groups, [
-          { key: 'a', requests: 20, errors: 2, promptTokens: 200, completionTokens: 100, totalTokens: 300, latencyP50Ms: 10, latencyP95Ms: 19, cacheHits: 6, cacheLookups: 10 },
-          { key: 'b', requests: 5, errors: 0, promptTokens: 5, completionTokens: 0, totalTokens: 0, latencyP50Ms: 30, latencyP95Ms: 50, cacheHits: 0, cacheLookups: 0 },
+          { key: 'a', requests: 20, errors: 2, promptTokens: 200, completionTokens: 100, totalTokens: 300, costUsd: 2.5, unpricedRequests: 10, latencyP50Ms: 10, latencyP95Ms: 19, cacheHits: 6, cacheLookups: 10 },
+          { key: 'b', requests: 5, errors: 0, promptTokens: 5, completionTokens: 0, totalTokens: 0, costUsd: 0, unpricedRequests: 0, latencyP50Ms: 30, latencyP95Ms: 50, cacheHits: 0, cacheLookups: 0 },
         ]);
         assert.equal(summary.hasMoreGroups, false);
       }));

@@ -1,0 +1,19 @@
+// The operator command's usage text, on its own so `aigateway --help` does not load the operator.
+
+export const OPERATOR_USAGE = `  operator   Run the Kubernetes operator (watches one namespace, renders the gateway state)
+               --namespace <ns>          (env AIGATEWAY_NAMESPACE or POD_NAMESPACE; in a pod: its own)
+               --kubeconfig <file>       (env KUBECONFIG; default ~/.kube/config or in-cluster)
+               --configmap <name>        rendered state      (env AIGATEWAY_CONFIGMAP, default aigateway-state)
+               --secret <name>           rendered credentials (env AIGATEWAY_SECRET, default aigateway-credentials)
+               --lease <name>            leader-election Lease (env AIGATEWAY_LEASE, default aigateway-operator)
+               --lease-duration-ms <n>   (env AIGATEWAY_LEASE_DURATION_MS, default 15000)
+               --metrics-port <n>        /metrics, /healthz, /readyz (env AIGATEWAY_METRICS_PORT, default 9090)
+               --api-port <n>            control-plane API (env AIGATEWAY_API_PORT, default 8080)
+               --host <h>                listen address (env AIGATEWAY_HOST, default 0.0.0.0)
+               --egress-allow <list>     comma-separated egress.allow of the state (env AIGATEWAY_EGRESS_ALLOW)
+               --owner-deployment <name> owner of the output objects (env AIGATEWAY_OWNER_DEPLOYMENT)
+               --proxy-service <name>    the proxy Service: GatewayConfigs get Programmed once every ready replica
+                                         serves their generation (env AIGATEWAY_PROXY_SERVICE)
+               --identity <id>           leader-election identity (env POD_NAME; default hostname + random)
+               --log-level <level>       (env AIGATEWAY_LOG_LEVEL, default info)
+`;

@@ -92,7 +92,6 @@ async function handleInference(
   const admission = await admit(deps, context, selection.plan, body);
   const clientAsksUsage = (body['stream_options'] as { include_usage?: unknown } | null | undefined)?.include_usage === true;
   let stripStreamUsage = false;
-  let onUsage: ((tokens: number) => void) | undefined;
   if (admission !== undefined && admission.tokenWindows.length > 0) {
     const limiter = deps.rateLimiter as RateLimiter;
     // Token limits need the provider's usage; streams report it only when asked.
@@ -101,7 +100,9 @@ async function handleInference(
       body = { ...body, stream_options: { ...(body['stream_options'] as object | undefined), include_usage: true } };
       rawBody = Buffer.from(JSON.stringify(body));
     }
-    onUsage = (tokens) => limiter.chargeTokens(admission, tokens);
+    // Charged once when the request is accounted (request-finish.ts): the provider's usage,
+    // or an estimate for a stream the client left before usage arrived.
+    context.chargeTokens = (tokens) => limiter.chargeTokens(admission, tokens);
   }
 
   const controller = new AbortController();
@@ -116,7 +117,9 @@ async function handleInference(
   const guards = guardrailsOf(selection.plan.settings, context.state);
   const guardOptions = guards.empty ? undefined : runOptionsOf(deps.guardrails);
   const hookContext = { endpoint, metadata: context.metadata, model: context.model };
+  const guardSpan = guardOptions === undefined ? undefined : context.span?.startChild('aigateway.guardrails.input');
   const before = guardOptions === undefined ? undefined : await runInput(guards, { ...hookContext, requestBody: body }, guardOptions);
+  guardSpan?.end({ 'aigateway.guardrail.verdict': before === undefined ? undefined : verdictOf(before, undefined) });
   logAsync(before, deps.guardrails.logger, context.traceId);
   if (before !== undefined) {
     context.guardrailVerdict = verdictOf(before, undefined);
@@ -132,12 +135,15 @@ async function handleInference(
   let cacheFlow: CacheFlow | undefined;
   const cacheRequest = deps.cache === undefined ? undefined : cacheRequestOf(selection.plan, selection.configId, context.state, endpoint, body, request.headers, context.metadata);
   if (deps.cache !== undefined && cacheRequest !== undefined) {
+    const cacheSpan = context.span?.startChild('aigateway.cache.lookup');
     cacheFlow = { request: cacheRequest, lookup: await deps.cache.lookup(cacheRequest) };
+    cacheSpan?.end({ 'aigateway.cache.status': cacheFlow.lookup.status });
     countLookup(deps.routing.metrics, cacheFlow.lookup, context, reply);
     const cached = replyFromCache(reply, cacheFlow.lookup, endpoint, body['stream'] === true, clientAsksUsage, context);
     if (cached !== undefined) return cached;
   }
 
+  context.requestBytes = rawBody?.length ?? 0;
   const progress: WalkProgress = { retries: 0, firstDispatchAt: undefined, lastPath: undefined, lastTarget: undefined };
   const result = await walkPlan(
     selection.plan,
@@ -155,6 +161,7 @@ async function handleInference(
       requestTimeoutMs,
       deadline: requestTimeoutMs === undefined ? Number.POSITIVE_INFINITY : runtime.now() + requestTimeoutMs,
       signal: controller.signal,
+      span: context.span,
     },
     progress,
   ).finally(() => {
@@ -187,7 +194,6 @@ async function handleInference(
     plain: result.plain,
     streamIdleTimeoutMs: result.timeoutMs,
     stripStreamUsage,
-    onUsage,
     observer: deps.cache === undefined || cacheFlow === undefined ? undefined : cacheObserver(deps.cache, cacheFlow),
     context,
   });

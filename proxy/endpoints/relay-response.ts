@@ -9,7 +9,7 @@ import { oversizeErrorBody, SseEventSizeGuard, SseEventTooLargeError } from '../
 import type { AnswerObserver } from './response-caching.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from './body-validation.ts';
-import { SseUsageTap, usageOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
+import { modelOf, SseUsageTap, usageOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
 
 // Upstream answer → client. Success bodies are relayed byte for byte (streams chunk by
 // chunk; plain answers in one write) unless the provider's adapter translates them; a
@@ -41,8 +41,6 @@ export interface RelayInput {
   readonly streamGuard?: StreamGuard | undefined;
   /** Sees a fresh successful answer (the cache stores it). */
   readonly observer?: AnswerObserver | undefined;
-  /** Told the answer's total tokens, when the provider reported usage. */
-  readonly onUsage?: ((tokens: number) => void) | undefined;
   readonly context: RequestContext;
 }
 
@@ -169,7 +167,17 @@ function streamAnswer(reply: FastifyReply, input: RelayInput): Readable {
   }
   if (endpoint !== 'embeddings') {
     reply.removeHeader('content-length');
-    stream = chain(stream, new SseUsageTap(input.stripStreamUsage === true, (usage) => recordUsage(usage, input)));
+    const sink = {
+      onUsage: (usage: AnswerUsage, model: string | undefined) => recordUsage(usage, model, input),
+      // Written straight onto the context: the estimate reads it if the client leaves early.
+      get streamEvents() {
+        return context.streamEvents;
+      },
+      set streamEvents(value: number) {
+        context.streamEvents = value;
+      },
+    };
+    stream = chain(stream, new SseUsageTap(input.stripStreamUsage === true, sink));
   }
   reply.removeHeader('content-length');
   return endWithErrorEvent(stream, input);
@@ -182,12 +190,13 @@ function chain(source: Readable, next: Transform): Readable {
 
 function noteUsage(answer: unknown, input: RelayInput): void {
   const usage = usageOf(answer);
-  if (usage !== undefined) recordUsage(usage, input);
+  if (usage !== undefined) recordUsage(usage, modelOf(answer), input);
 }
 
-function recordUsage(usage: AnswerUsage, input: RelayInput): void {
+/** Usage and the answering model go on the context; limits and cost are settled once, at the end. */
+function recordUsage(usage: AnswerUsage, model: string | undefined, input: RelayInput): void {
   input.context.usage = usage;
-  if (usage.total !== undefined) input.onUsage?.(usage.total);
+  if (model !== undefined) input.context.responseModel = model;
 }
 
 

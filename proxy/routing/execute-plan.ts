@@ -4,6 +4,7 @@ import type { GatewayState } from '../config/gateway-state.ts';
 import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
 import { GatewayError } from '../errors.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
+import type { RequestSpan } from '../observability/tracing.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { catalogEntry } from '../providers/provider-catalog.ts';
 import { CircuitBreakers, countsAsBreakerFailure } from '../resilience/circuit-breakers.ts';
@@ -44,7 +45,17 @@ export interface WalkRequest {
   readonly requestTimeoutMs: number | undefined;
   readonly deadline: number;
   readonly signal: AbortSignal;
+  /** The request's span when tracing is on: each attempt gets a client span and sends its traceparent. */
+  readonly span?: RequestSpan | undefined;
 }
+
+const OPERATION: Readonly<Partial<Record<InferenceEndpoint, string>>> = {
+  'chat.completions': 'chat',
+  messages: 'chat',
+  completions: 'text_completion',
+  embeddings: 'embeddings',
+  responses: 'responses',
+};
 
 export type WalkResult = AttemptResult | { readonly kind: 'unavailable'; readonly labels: readonly string[]; readonly reason: string };
 
@@ -167,18 +178,32 @@ async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgr
     }
     if (result !== undefined) discard(result);
     progress.firstDispatchAt ??= process.hrtime.bigint();
+    const model = target.node.override_params?.['model'] ?? request.body['model'];
+    const attemptSpan = request.span?.startAttempt({
+      provider: target.provider,
+      model: typeof model === 'string' ? model : undefined,
+      operation: OPERATION[request.endpoint] ?? request.endpoint,
+      retry,
+      targetPath: node.path,
+    });
     result = await attemptTarget({
       dispatcher: runtime.dispatcher,
       target,
       endpoint: request.endpoint,
       body: request.body,
       rawBody: request.rawBody,
-      requestHeaders: request.headers,
-      forwardHeaders,
+      // The attempt's traceparent goes upstream like a forwarded header (ours replaces the client's).
+      requestHeaders: attemptSpan === undefined ? request.headers : { ...request.headers, traceparent: attemptSpan.traceparent },
+      forwardHeaders: attemptSpan === undefined ? forwardHeaders : [...forwardHeaders, 'traceparent'],
       timeoutMs,
       signal: request.signal,
     });
     const status = statusOf(result);
+    if (attemptSpan !== undefined) {
+      // A stream being relayed stays open until the request ends.
+      if (isSuccess(result) && result.kind === 'response' && result.plain === undefined) attemptSpan.keepOpen();
+      else attemptSpan.end(status, result.kind === 'error' ? result.error.code : undefined);
+    }
     if (breaker !== undefined) {
       if (request.signal.aborted) runtime.breakers.release(id);
       else runtime.breakers.record(id, label, breaker, failedForBreaker(result, status, breaker));

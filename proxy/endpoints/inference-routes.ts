@@ -91,15 +91,15 @@ async function handleInference(
 
   const admission = await admit(deps, context, selection.plan, body);
   const clientAsksUsage = (body['stream_options'] as { include_usage?: unknown } | null | undefined)?.include_usage === true;
-  let stripStreamUsage = false;
+  // Every stream is accounted (tokens, cost, token limits), and streams report usage only
+  // when asked: the gateway asks, and cuts what it added from the client's stream.
+  const stripStreamUsage = body['stream'] === true && !clientAsksUsage && (endpoint === 'chat.completions' || endpoint === 'completions');
+  if (stripStreamUsage) {
+    body = { ...body, stream_options: { ...(body['stream_options'] as object | undefined), include_usage: true } };
+    rawBody = Buffer.from(JSON.stringify(body));
+  }
   if (admission !== undefined && admission.tokenWindows.length > 0) {
     const limiter = deps.rateLimiter as RateLimiter;
-    // Token limits need the provider's usage; streams report it only when asked.
-    stripStreamUsage = body['stream'] === true && !clientAsksUsage && (endpoint === 'chat.completions' || endpoint === 'completions');
-    if (stripStreamUsage) {
-      body = { ...body, stream_options: { ...(body['stream_options'] as object | undefined), include_usage: true } };
-      rawBody = Buffer.from(JSON.stringify(body));
-    }
     // Charged once when the request is accounted (request-finish.ts): the provider's usage,
     // or an estimate for a stream the client left before usage arrived.
     context.chargeTokens = (tokens) => limiter.chargeTokens(admission, tokens);

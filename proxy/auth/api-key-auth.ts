@@ -8,6 +8,21 @@ import { GatewayError } from '../errors.ts';
 
 export const API_KEY_HEADER = 'x-gateway-api-key';
 
+// Verified keys, per snapshot: a client sends the same key on every request, so the digest
+// is computed once per key and snapshot. Bounded; only keys that verified are kept, so a
+// flood of wrong keys cannot grow it.
+const VERIFIED_LIMIT = 1024;
+const verified = new WeakMap<GatewayState, Map<string, GatewayApiKey>>();
+
+function verifiedKeys(state: GatewayState): Map<string, GatewayApiKey> {
+  let keys = verified.get(state);
+  if (keys === undefined) {
+    keys = new Map();
+    verified.set(state, keys);
+  }
+  return keys;
+}
+
 /** Returns the key record for the presented header value, or throws a 401 (403 without the scope). */
 export function authenticateApiKey(
   state: GatewayState,
@@ -19,10 +34,15 @@ export function authenticateApiKey(
       param: API_KEY_HEADER,
     });
   }
-  const digest = createHash('sha256').update(presented).digest();
-  const found = state.apiKeysByDigest.get(digest.toString('hex'));
-  if (found === undefined || !timingSafeEqual(found.digest, digest)) {
-    throw new GatewayError('AIGW_ERR_INVALID_API_KEY', 'Invalid gateway API key.', { param: API_KEY_HEADER });
+  const cache = verifiedKeys(state);
+  let found = cache.get(presented);
+  if (found === undefined) {
+    const digest = createHash('sha256').update(presented).digest();
+    found = state.apiKeysByDigest.get(digest.toString('hex'));
+    if (found === undefined || !timingSafeEqual(found.digest, digest)) {
+      throw new GatewayError('AIGW_ERR_INVALID_API_KEY', 'Invalid gateway API key.', { param: API_KEY_HEADER });
+    }
+    if (cache.size < VERIFIED_LIMIT) cache.set(presented, found);
   }
   if (requiredScope !== undefined && !found.scopes.has(requiredScope)) {
     throw new GatewayError('AIGW_ERR_FORBIDDEN', `This gateway API key lacks the "${requiredScope}" scope.`, {

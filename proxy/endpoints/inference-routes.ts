@@ -10,7 +10,16 @@ import { walkPlan, type RoutingRuntime, type WalkProgress } from '../routing/exe
 import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute } from '../routing/select-route.ts';
 import { validateRequestBody, type InferenceEndpoint } from './body-validation.ts';
-import { relayResponse } from './relay-response.ts';
+import { relayResponse, type StreamGuard } from './relay-response.ts';
+import { messagesRelayAdapter } from '../anthropic-ingress/messages-adapter.ts';
+import {
+  accountingContext,
+  anthropicDeniedBody,
+  anthropicErrorHandler,
+  messagesRoutingHeaders,
+  withClientAnthropicHeaders,
+} from '../anthropic-ingress/messages-request.ts';
+import { MessagesStreamReader } from '../anthropic-ingress/messages-stream-reader.ts';
 import type { ResponseCache } from '../cache/response-cache.ts';
 import { StreamAssembler } from '../cache/stream-assembler.ts';
 import type { HookContext } from '../guardrails/run-hooks.ts';
@@ -57,10 +66,26 @@ export interface InferenceDeps {
   readonly guardrails: GuardrailRuntime;
 }
 
+/** Anthropic's Messages API: same pipeline, Anthropic-shaped bodies and errors. */
+export const MESSAGES_ROUTES: ReadonlyArray<readonly [string, InferenceEndpoint]> = [
+  ['/v1/messages', 'messages'],
+  ['/v1/messages/count_tokens', 'messages.count_tokens'],
+];
+
 export function registerInferenceRoutes(app: FastifyInstance, deps: InferenceDeps): void {
   for (const [url, endpoint] of INFERENCE_ROUTES) {
     app.post(url, { config: { gatewayScope: 'inference' } }, (request, reply) => handleInference(endpoint, url, deps, request, reply));
   }
+  // A route-level error handler: every failure on these routes (auth, body, routing,
+  // upstream) answers in Anthropic's error shape, which its SDKs and Claude Code parse.
+  const errorHandler = anthropicErrorHandler(deps.guardrails.logger);
+  for (const [url, endpoint] of MESSAGES_ROUTES) {
+    app.post(url, { config: { gatewayScope: 'inference' }, errorHandler }, (request, reply) => handleInference(endpoint, url, deps, request, reply));
+  }
+}
+
+function isMessages(endpoint: InferenceEndpoint): boolean {
+  return endpoint === 'messages' || endpoint === 'messages.count_tokens';
 }
 
 async function handleInference(
@@ -75,7 +100,9 @@ async function handleInference(
   reply.header(HEADER.cacheStatus, 'DISABLED');
   const requestTimeoutMs = parseRequestTimeout(headerValue(request.headers[HEADER.requestTimeout]));
   const forwardHeaders = parseForwardHeaders(headerValue(request.headers[HEADER.forwardHeaders]));
-  const selection = selectRoute(request.headers, context.state);
+  const messages = isMessages(endpoint);
+  const headers = messages ? messagesRoutingHeaders(request.headers) : request.headers;
+  const selection = selectRoute(headers, context.state);
   context.configId = selection.configId;
 
   let body = request.body as Record<string, unknown>;
@@ -124,7 +151,8 @@ async function handleInference(
   if (before !== undefined) {
     context.guardrailVerdict = verdictOf(before, undefined);
     if (before.denied) {
-      return reply.code(GUARDRAIL_DENIED_STATUS).header('content-type', 'application/json; charset=utf-8').send(deniedBody('input', hookResultsOf(before, undefined)));
+      const denied = deniedBody('input', hookResultsOf(before, undefined));
+      return reply.code(GUARDRAIL_DENIED_STATUS).header('content-type', 'application/json; charset=utf-8').send(messages ? anthropicDeniedBody(denied) : denied);
     }
     if (before.requestBody !== undefined) {
       body = before.requestBody;
@@ -144,6 +172,8 @@ async function handleInference(
   }
 
   context.requestBytes = rawBody?.length ?? 0;
+  // Native providers get the client's anthropic-version and -beta with the body.
+  if (messages) body = withClientAnthropicHeaders(body, request.headers);
   const progress: WalkProgress = { retries: 0, firstDispatchAt: undefined, lastPath: undefined, lastTarget: undefined };
   const result = await walkPlan(
     selection.plan,
@@ -153,7 +183,7 @@ async function handleInference(
       endpoint,
       body,
       rawBody,
-      headers: request.headers,
+      headers,
       metadata: context.metadata,
       pathname,
       configId: selection.configId,
@@ -184,6 +214,25 @@ async function handleInference(
   const outputGuards = guardrailsOf(result.target.node, context.state);
   const guarded = guardOptions !== undefined || !outputGuards.empty;
   const output = guarded ? outputGuardrails(outputGuards, before, { ...hookContext, requestBody: body }, deps.guardrails, context) : undefined;
+  if (messages) {
+    const reader = new MessagesStreamReader({ collectContent: output !== undefined });
+    const native = result.target.adapter.nativeMessages?.accepts(result.requestBody) === true;
+    const parsed = result.plain?.parsed as { usage?: unknown } | undefined;
+    if (native && parsed !== undefined) reader.noteUsage(parsed.usage);
+    const accounted = accountingContext(context, reader);
+    return relayResponse(reply, {
+      finishPlain: output?.finishPlain,
+      // Anthropic streams have no [DONE] to hold a tail on: output checks hold the stream.
+      streamGuard: output === undefined ? undefined : messagesHold(output.hold, reader),
+      upstream: result.response,
+      target: { ...result.target, adapter: messagesRelayAdapter(result.target.adapter, result.requestBody, reader) },
+      endpoint,
+      requestBody: result.requestBody,
+      plain: result.plain,
+      streamIdleTimeoutMs: result.timeoutMs,
+      context: accounted,
+    });
+  }
   return relayResponse(reply, {
     finishPlain: output?.finishPlain,
     streamGuard: output === undefined ? undefined : outputGuards.afterDenies ? output.hold : output.tail(endpoint),
@@ -213,6 +262,22 @@ function runPrompt(promptId: string, endpoint: InferenceEndpoint, state: Gateway
   return applyPrompt(prompt, body as Record<string, unknown>);
 }
 
+/**
+ * Output checks on a /v1/messages stream: the held bytes were read as they passed, the
+ * assembled Message is checked; a denial is an Anthropic-shaped 446, a pass sends the
+ * stream unchanged (no hook_results event: Anthropic streams have no place for one).
+ */
+function messagesHold(hold: { check(collected: Buffer, assembled?: unknown): Promise<{ status: number; body?: unknown }> }, reader: MessagesStreamReader): StreamGuard {
+  return {
+    mode: 'hold',
+    async check(collected) {
+      const verdict = await hold.check(collected, reader.result());
+      if (verdict.body !== undefined) return { status: verdict.status, body: anthropicDeniedBody(verdict.body as Record<string, unknown>) };
+      return { status: verdict.status };
+    },
+  };
+}
+
 /** The output side of guardrails for one answer: plain (246/446 + hook_results) and streams. */
 function outputGuardrails(
   compiled: CompiledGuardrails,
@@ -238,10 +303,15 @@ function outputGuardrails(
     },
     hold: {
       mode: 'hold' as const,
-      async check(collected: Buffer): Promise<{ status: number; body?: unknown; event?: string }> {
-        const assembler = new StreamAssembler(context.endpoint);
-        assembler.push(collected);
-        const { after, results } = await check(assembler.result());
+      /** `assembled`: the answer when the caller assembled it (streams that are not OpenAI-shaped). */
+      async check(collected: Buffer, assembled?: unknown): Promise<{ status: number; body?: unknown; event?: string }> {
+        let answer = assembled;
+        if (answer === undefined) {
+          const assembler = new StreamAssembler(context.endpoint);
+          assembler.push(collected);
+          answer = assembler.result();
+        }
+        const { after, results } = await check(answer);
         if (after?.denied === true) return { status: GUARDRAIL_DENIED_STATUS, body: deniedBody('output', results) };
         const status = verdictOf(before, after) === 'fail' ? GUARDRAIL_FAILED_STATUS : 200;
         return { status, event: `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [], hook_results: results })}\n\n` };

@@ -2,21 +2,35 @@ import { GatewayError } from '../errors.ts';
 import { toAnthropicRequest } from './anthropic-request.ts';
 import { fromAnthropicMessage, normaliseAnthropicError } from './anthropic-response.ts';
 import { createAnthropicStreamTransform } from './anthropic-stream.ts';
-import { ANTHROPIC_VERSION } from './anthropic-wire.ts';
+import { ANTHROPIC_VERSION, betaList, clientAnthropicHeaders } from './anthropic-wire.ts';
 import type { PlanInput, ProviderAdapter, ProviderFamily, ResolveOptionsInput, UpstreamRequestPlan } from './provider-adapter.ts';
 
-// Anthropic (`anthropic`): chat completions over the Messages API. The client's token
-// arrives as `Authorization: Bearer` and is sent as `x-api-key`. Only chat completions
-// exist; every other endpoint gets the gateway's 400 naming provider and endpoint.
+// Anthropic (`anthropic`): chat completions over the Messages API, and /v1/messages and
+// /v1/messages/count_tokens natively. The client's token arrives as `Authorization: Bearer`
+// (or x-api-key on /v1/messages) and is sent as `x-api-key`; other endpoints get the
+// gateway's 400 naming provider and endpoint.
 // Saved provider options: `version` (anthropic-version, default 2023-06-01) and
 // `beta` (string or list, sent as anthropic-beta).
 
 export const anthropicAdapter: ProviderAdapter = {
   family: 'anthropic',
-  supportsEndpoint: (endpoint) => endpoint === 'chat.completions',
-  planRequest({ target, body }: PlanInput): UpstreamRequestPlan {
+  supportsEndpoint: (endpoint) => endpoint === 'chat.completions' || endpoint === 'messages' || endpoint === 'messages.count_tokens',
+  planRequest({ target, endpoint, body, bodyChanged }: PlanInput): UpstreamRequestPlan {
     const version = target.options['version'];
     const beta = target.options['beta'];
+    if (endpoint === 'messages' || endpoint === 'messages.count_tokens') {
+      // Native: the client's bytes go as they came; its version and betas win over the saved ones.
+      const client = clientAnthropicHeaders(body);
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'anthropic-version': client.version ?? (typeof version === 'string' ? version : ANTHROPIC_VERSION),
+      };
+      const betas = betaList(typeof beta === 'string' ? beta : undefined, client.betas);
+      if (betas.length > 0) headers['anthropic-beta'] = betas.join(',');
+      if (target.apiKey !== undefined && target.apiKey !== '') headers['x-api-key'] = target.apiKey;
+      const path = endpoint === 'messages' ? '/messages' : '/messages/count_tokens';
+      return { url: `${target.baseUrl}${path}`, method: 'POST', headers, body: bodyChanged ? JSON.stringify(body) : undefined };
+    }
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'anthropic-version': typeof version === 'string' ? version : ANTHROPIC_VERSION,
@@ -33,6 +47,7 @@ export const anthropicAdapter: ProviderAdapter = {
   transformResponse: (_endpoint, body, request) => fromAnthropicMessage(body, request),
   createStreamTransform: (_endpoint, request) => createAnthropicStreamTransform(request),
   normaliseError: normaliseAnthropicError,
+  nativeMessages: { accepts: () => true },
 };
 
 function resolveAnthropicOptions({ saved }: ResolveOptionsInput): { options: Record<string, unknown> } {

@@ -95,3 +95,32 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 export function numberOr(value: unknown, fallback: number): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 }
+
+/**
+ * The client's anthropic-version and anthropic-beta on /v1/messages, carried with the body
+ * under a symbol key: planRequest sees only the body, object spread (override_params,
+ * guardrail rewrites) copies symbol keys, and JSON.stringify never writes them.
+ */
+export const CLIENT_ANTHROPIC_HEADERS = Symbol('client anthropic headers');
+
+export interface ClientAnthropicHeaders {
+  readonly version: string | undefined;
+  readonly betas: readonly string[];
+}
+
+const NO_CLIENT_HEADERS: ClientAnthropicHeaders = { version: undefined, betas: [] };
+
+export function clientAnthropicHeaders(body: Record<string, unknown>): ClientAnthropicHeaders {
+  const carried = (body as Record<symbol, unknown>)[CLIENT_ANTHROPIC_HEADERS];
+  return isRecord(carried) ? (carried as unknown as ClientAnthropicHeaders) : NO_CLIENT_HEADERS;
+}
+
+/** Beta names from a comma-separated header or option, trimmed, without duplicates. */
+export function betaList(...sources: ReadonlyArray<string | readonly string[] | undefined>): string[] {
+  const names = new Set<string>();
+  for (const source of sources) {
+    const parts = typeof source === 'string' ? source.split(',') : (source ?? []);
+    for (const part of parts) if (part.trim() !== '') names.add(part.trim());
+  }
+  return [...names];
+}

@@ -64,6 +64,21 @@ export interface ProviderAdapter {
   createStreamTransform?(endpoint: InferenceEndpoint, request: Record<string, unknown>): Transform;
   /** The provider's error answer in the OpenAI error shape. */
   normaliseError(status: number, bodyText: string, provider: string): OpenAIErrorBody;
+  /**
+   * Families that take the Anthropic Messages body as is (Anthropic; Claude on Bedrock and
+   * Vertex AI): planRequest then serves `messages` and `messages.count_tokens` natively.
+   * Absent, or `accepts` false for a model: the messages ingress translates to chat.
+   */
+  readonly nativeMessages?: NativeMessages;
+}
+
+export interface NativeMessages {
+  /** True when this request (its model) goes to the provider in the Messages format. */
+  accepts(body: Record<string, unknown>): boolean;
+  /** The answer in Anthropic's shape; absent = the provider's bytes relayed unchanged. */
+  transformResponse?(endpoint: InferenceEndpoint, body: unknown): unknown;
+  /** Upstream stream → Anthropic's SSE events; absent = relayed unchanged. */
+  createStreamTransform?(endpoint: InferenceEndpoint): Transform;
 }
 
 /** Input to a family's option resolution. */

@@ -1,3 +1,4 @@
+import { withMessagesIngress } from '../anthropic-ingress/messages-adapter.ts';
 import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
 import { anthropicFamily } from './anthropic-family.ts';
 import { azureOpenAIFamily } from './azure-openai-family.ts';
@@ -50,8 +51,9 @@ export const NON_COMPATIBLE_FAMILIES: ReadonlySet<string> = new Set(
   ['azure-openai', 'anthropic', 'vertex-ai', 'bedrock'].filter((name) => !FAMILIES.some((family) => family.name === name)),
 );
 
+// Every family also serves /v1/messages: natively where it can, else translated to chat.
 const BY_NAME: ReadonlyMap<string, ProviderFamily> = new Map(
-  [...OPENAI_COMPATIBLE, ...FAMILIES].map((entry) => [entry.name, entry]),
+  [...OPENAI_COMPATIBLE, ...FAMILIES].map((entry) => [entry.name, { ...entry, adapter: withMessagesIngress(entry.adapter) }]),
 );
 
 export function catalogEntry(name: string): ProviderFamily | undefined {
@@ -62,7 +64,7 @@ export function catalogEntry(name: string): ProviderFamily | undefined {
  * Any other provider name behind a custom host is treated as OpenAI-compatible: the spec
  * lets users name any provider "when unsure".
  */
-export const GENERIC_COMPATIBLE_ADAPTER: ProviderAdapter = openaiFull;
+export const GENERIC_COMPATIBLE_ADAPTER: ProviderAdapter = withMessagesIngress(openaiFull);
 
 export function catalogNames(): string[] {
   return [...BY_NAME.keys()];

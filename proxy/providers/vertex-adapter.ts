@@ -3,6 +3,7 @@ import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
 import { toAnthropicRequest } from './anthropic-request.ts';
 import { fromAnthropicMessage, normaliseAnthropicError } from './anthropic-response.ts';
 import { createAnthropicStreamTransform } from './anthropic-stream.ts';
+import { betaList, clientAnthropicHeaders } from './anthropic-wire.ts';
 import type { PlanInput, ProviderAdapter, ProviderFamily, UpstreamRequestPlan } from './provider-adapter.ts';
 import { embeddingsFromVertex, vertexEmbeddingsRequest } from './vertex-embeddings.ts';
 import { normaliseVertexError } from './vertex-errors.ts';
@@ -30,6 +31,7 @@ type VertexApi = 'gemini' | 'anthropic' | 'embeddings';
 /** Which Vertex API serves a request. */
 export function vertexApiFor(endpoint: InferenceEndpoint, model: string): VertexApi {
   if (endpoint === 'embeddings') return 'embeddings';
+  if (endpoint === 'messages.count_tokens') return 'anthropic';
   return model.startsWith('claude') ? 'anthropic' : 'gemini';
 }
 
@@ -61,10 +63,14 @@ export function vertexBody(api: VertexApi, body: Json): Json {
 export function vertexAdapter(tokens: AccessTokenCache = SHARED_TOKEN_CACHE): ProviderAdapter {
   return {
     family: PROVIDER,
-    supportsEndpoint: (endpoint) => endpoint === 'chat.completions' || endpoint === 'embeddings',
+    supportsEndpoint: (endpoint) => endpoint === 'chat.completions' || endpoint === 'embeddings' || endpoint === 'messages' || endpoint === 'messages.count_tokens',
     async planRequest({ target, endpoint, body, dispatcher }: PlanInput): Promise<UpstreamRequestPlan> {
       const options = vertexOptionsOf(target.options);
       const model = modelOf(body);
+      if (endpoint === 'messages' || endpoint === 'messages.count_tokens') {
+        const token = options.serviceAccount !== undefined ? await tokens.token(options.serviceAccount, dispatcher) : options.accessToken;
+        return nativeMessagesPlan(target.baseUrl, endpoint, body, options.projectId, options.region, model, token);
+      }
       const api = vertexApiFor(endpoint, model);
       const upstreamBody = vertexBody(api, body);
       const token = options.serviceAccount !== undefined ? await tokens.token(options.serviceAccount, dispatcher) : options.accessToken;
@@ -86,6 +92,8 @@ export function vertexAdapter(tokens: AccessTokenCache = SHARED_TOKEN_CACHE): Pr
         ? createAnthropicStreamTransform(request, PROVIDER)
         : new GeminiStreamTransform(request, PROVIDER);
     },
+    // Claude models take /v1/messages natively (raw Anthropic events); Gemini is translated.
+    nativeMessages: { accepts: (body) => typeof body['model'] === 'string' && body['model'].startsWith('claude') },
     normaliseError(status: number, bodyText: string, provider: string): OpenAIErrorBody {
       // Claude models answer in Anthropic's error shape, Google's front end in its own.
       return /^\s*\{\s*"type"\s*:\s*"error"/.test(bodyText)
@@ -93,6 +101,32 @@ export function vertexAdapter(tokens: AccessTokenCache = SHARED_TOKEN_CACHE): Pr
         : normaliseVertexError(status, bodyText, provider);
     },
   };
+}
+
+/**
+ * Claude on Vertex in the Messages format: the body minus `model` plus anthropic_version,
+ * betas as the anthropic-beta header. count_tokens goes to the `count-tokens` model with
+ * the model named in the body.
+ */
+function nativeMessagesPlan(
+  baseUrl: string,
+  endpoint: 'messages' | 'messages.count_tokens',
+  body: Json,
+  projectId: string,
+  region: string,
+  model: string,
+  token: string | undefined,
+): UpstreamRequestPlan {
+  const { model: _model, ...rest } = body;
+  const payload = endpoint === 'messages' ? { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...rest } : { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...rest, model };
+  const path =
+    endpoint === 'messages'
+      ? vertexPath('anthropic', projectId, region, model, body['stream'] === true)
+      : `/v1/projects/${projectId}/locations/${region}/publishers/anthropic/models/count-tokens:rawPredict`;
+  const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${token ?? ''}` };
+  const betas = betaList(clientAnthropicHeaders(body).betas);
+  if (betas.length > 0) headers['anthropic-beta'] = betas.join(',');
+  return { url: baseUrl + path, method: 'POST', headers, body: JSON.stringify(payload) };
 }
 
 function modelOf(body: Json): string {

@@ -108,10 +108,11 @@ export class SseUsageTap extends Transform {
       this.#sink.streamEvents++;
       return raw;
     }
-    // The provider marks every chunk `"usage":null` once asked; the client did not ask.
-    if (this.#strip && data.includes('null') && USAGE_NULL.test(data)) {
+    // The provider marks every chunk but the last `"usage":null` once asked: no parse needed,
+    // and cut when it was the gateway that asked.
+    if (data.includes('null') && USAGE_NULL.test(data)) {
       this.#sink.streamEvents++;
-      return raw.replace(USAGE_NULL, '');
+      return this.#strip ? raw.replace(USAGE_NULL, '') : raw;
     }
     let payload: unknown;
     try {

@@ -288,3 +288,27 @@ describe('every request accounted exactly once', () => {
     assert.ok(((await logsOf('bytes'))[0]?.usage.total_tokens ?? 0) > 0, 'the gateway still counted the tokens');
   });
 });
+
+describe('cost in the analytics summary', () => {
+  test('totals by API key and workspace carry the cost and count unpriced requests apart', async () => {
+    const headers = { 'x-gateway-api-key': TEST_GATEWAY_KEY };
+    // A model the table does not know: usage comes back, the cost stays unknown.
+    note('unpriced', await statusOf(sdk('unpriced').chat.completions.create({ ...CHAT, model: 'acme-private-7b' })));
+    await waitFor(async () => (await logsOf('unpriced')).length === 1, 3000, 'the unpriced record');
+    const [unpriced] = await logsOf('unpriced');
+    assert.ok((unpriced?.usage.total_tokens ?? 0) > 0);
+    assert.equal(unpriced?.cost_usd, null, 'unknown, not zero');
+
+    for (const groupBy of ['api_key_id', 'workspace']) {
+      const response = await fetch(`${harness.gateway.url}/analytics/summary?group_by=${groupBy}`, { headers });
+      assert.equal(response.status, 200);
+      const summary = (await response.json()) as { total: { cost: { usd: number; unpriced_requests: number } }; data: Array<{ group: string | null; cost: { usd: number } }> };
+      assert.ok(summary.total.cost.usd > 0, `${groupBy}: total cost`);
+      assert.ok(summary.total.cost.unpriced_requests >= 1, `${groupBy}: unpriced counted`);
+      const own = summary.data.find((group) => group.group === (groupBy === 'api_key_id' ? 'test' : 'default'));
+      assert.ok(own !== undefined && own.cost.usd > 0, `${groupBy}: the key's group has the cost`);
+    }
+    const metrics = await (await fetch(`${harness.gateway.origin}/metrics`)).text();
+    assert.match(metrics, /aigateway_cost_unpriced_requests_total\{provider="openai",model="acme-private-7b"\} 1/);
+  });
+});

@@ -67,7 +67,9 @@ const FLAT_KEYS = new Set(['input_mtok', 'output_mtok', 'cache_read_mtok', 'cach
 
 export class PriceTable {
   readonly #overrides: ReadonlyMap<string, FlatPrice>;
-  readonly #resolved = new Map<string, Resolved>();
+  // provider → model → price: two lookups, no key string built per request.
+  readonly #resolved = new Map<string, Map<string, Resolved>>();
+  #size = 0;
 
   constructor(overrides: readonly ModelPriceOverride[] = []) {
     const map = new Map<string, FlatPrice>();
@@ -83,13 +85,13 @@ export class PriceTable {
   }
 
   /** USD for `usage` of `model` at `provider`, or undefined when the model has no known price. */
-  costUsd(provider: string | undefined, model: string | undefined, usage: TokenUsage, at: Date = new Date()): number | undefined {
+  costUsd(provider: string | undefined, model: string | undefined, usage: TokenUsage, atMs: number = Date.now()): number | undefined {
     if (model === undefined || (usage.prompt === undefined && usage.completion === undefined)) return undefined;
     const resolved = this.#resolve(provider, model);
     if (resolved.kind === 'unknown') return undefined;
     if (resolved.kind === 'flat') return flatCost(resolved.price, usage);
     try {
-      return calcPrice(tableUsage(usage), resolved.modelId, { provider: resolved.provider, timestamp: at })?.total_price;
+      return calcPrice(tableUsage(usage), resolved.modelId, { provider: resolved.provider, timestamp: new Date(atMs) })?.total_price;
     } catch {
       // Inconsistent counts from a provider (cached > prompt…) price as unknown, never crash.
       return undefined;
@@ -102,12 +104,16 @@ export class PriceTable {
   }
 
   #resolve(provider: string | undefined, model: string): Resolved {
-    const key = `${provider ?? ''}\u0000${model}`;
-    let resolved = this.#resolved.get(key);
+    const byProvider = this.#resolved.get(provider ?? '');
+    let resolved = byProvider?.get(model);
     if (resolved === undefined) {
       resolved = this.#lookup(provider, model);
       // Model names come from requests: the memo is bounded, lookups past it are recomputed.
-      if (this.#resolved.size < MAX_RESOLVED) this.#resolved.set(key, resolved);
+      if (this.#size < MAX_RESOLVED) {
+        this.#size++;
+        if (byProvider === undefined) this.#resolved.set(provider ?? '', new Map([[model, resolved]]));
+        else byProvider.set(model, resolved);
+      }
     }
     return resolved;
   }

@@ -20,11 +20,11 @@ export function priceTableOf(state: GatewayState): PriceTable {
 /** USD; 0 for an answer served from the gateway's cache; undefined when unpriced or no usage. */
 export function costOfRequest(context: RequestContext): number | undefined {
   // Served from the gateway's cache: the provider was not called.
-  if (context.cacheStatus !== undefined && context.cacheStatus.toUpperCase().endsWith('HIT')) return 0;
+  if (context.cacheStatus !== undefined && context.cacheStatus.endsWith('HIT')) return 0;
   const usage = context.usage;
   if (usage === undefined) return undefined;
   const table = priceTableOf(context.state);
-  const at = new Date(context.startedAtMs);
+  const at = context.startedAtMs;
   if (context.responseModel !== undefined && context.responseModel !== context.model) {
     const priced = table.costUsd(context.provider, context.responseModel, usage, at);
     if (priced !== undefined) return priced;

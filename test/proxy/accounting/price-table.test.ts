@@ -44,7 +44,7 @@ describe('price table', () => {
           { providerId: tableProvider, timestamp: at },
         );
         assert.ok(expected !== null, `${provider}/${model} is in the table`);
-        close(table.costUsd(provider, model, usage, at), expected.total_price, `${provider}/${model} ${usage.prompt}`);
+        close(table.costUsd(provider, model, usage, at.getTime()), expected.total_price, `${provider}/${model} ${usage.prompt}`);
       }
     }
   });

@@ -27,7 +27,8 @@ export function bedrockInvokePath(endpoint: InferenceEndpoint, model: string, st
 
 export function bedrockInvokeBody(endpoint: InferenceEndpoint, body: Json): Json {
   const { model: _model, stream: _stream, ...rest } = body;
-  const invoke: Json = { anthropic_version: BEDROCK_ANTHROPIC_VERSION, ...rest };
+  // Object.entries leaves out the symbol-keyed client headers.
+  const invoke: Json = { anthropic_version: BEDROCK_ANTHROPIC_VERSION, ...Object.fromEntries(Object.entries(rest)) };
   const betas = betaList(clientAnthropicHeaders(body).betas);
   if (betas.length > 0) invoke['anthropic_beta'] = betas;
   if (endpoint !== 'messages.count_tokens') return invoke;

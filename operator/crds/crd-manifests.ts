@@ -31,13 +31,47 @@ export function specSchemaOf(kind: ResourceKind): JsonSchema {
 
 function statusSchema(): JsonSchema {
   const json = z.toJSONSchema(ResourceStatusSchema, { target: 'openapi-3.0', io: 'input' }) as JsonSchema;
-  return {
-    description: 'Observed state, written by the operator.',
-    ...toStructuralSchema(json, { maxRecursionDepth: 0 }),
-  };
+  const structural = toStructuralSchema(json, { maxRecursionDepth: 0 }) as { properties: Record<string, Record<string, unknown>> };
+  // One condition per type: merged by type by server-side apply and strategic tools.
+  structural.properties['conditions'] = { ...structural.properties['conditions'], 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] };
+  return { description: 'Observed state, written by the operator.', ...structural };
 }
 
-const READY = '.status.conditions[?(@.type=="Ready")]';
+const condition = (type: string) => `.status.conditions[?(@.type=="${type}")]`;
+
+type PrinterColumn = { name: string; type: string; jsonPath: string; description: string; priority?: number };
+
+const READY_COLUMNS: PrinterColumn[] = [
+  { name: 'Ready', type: 'string', jsonPath: `${condition('Ready')}.status`, description: 'Rendered into the gateway state.' },
+  { name: 'Reason', type: 'string', jsonPath: `${condition('Ready')}.reason`, description: 'Why (not) Ready.' },
+];
+const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'Time since creation.' };
+
+/** `kubectl get` columns: what a person checks first for each kind. */
+const PRINTER_COLUMNS: Readonly<Record<string, PrinterColumn[]>> = {
+  GatewayConfig: [
+    { name: 'Mode', type: 'string', jsonPath: '.spec.strategy.mode', description: 'Strategy mode (empty: a single provider).' },
+    { name: 'Targets', type: 'string', jsonPath: '.spec.targets[*].provider', description: 'Providers of the targets.' },
+    { name: 'Programmed', type: 'string', jsonPath: `${condition('Programmed')}.status`, description: 'Every ready proxy replica serves this generation.' },
+    { name: 'Ready', type: 'string', jsonPath: `${condition('Ready')}.status`, description: 'Rendered into the gateway state.', priority: 1 },
+    { name: 'Reason', type: 'string', jsonPath: `${condition('Ready')}.reason`, description: 'Why (not) Ready.', priority: 1 },
+    AGE,
+  ],
+  Provider: [
+    { name: 'Provider', type: 'string', jsonPath: '.spec.provider', description: 'Provider family.' },
+    { name: 'Host', type: 'string', jsonPath: '.spec.customHost', description: 'Custom base URL (empty: the provider\'s own).' },
+    ...READY_COLUMNS,
+    AGE,
+  ],
+  RateLimitPolicy: [
+    { name: 'Type', type: 'string', jsonPath: '.spec.type', description: 'requests or tokens.' },
+    { name: 'Unit', type: 'string', jsonPath: '.spec.unit', description: 'rpm, rph or rpd.' },
+    { name: 'Value', type: 'number', jsonPath: '.spec.value', description: 'Limit per window and group.' },
+    { name: 'Status', type: 'string', jsonPath: '.spec.status', description: 'active or archived (empty: active).' },
+    ...READY_COLUMNS,
+    AGE,
+  ],
+};
 
 /** The CRD object for one kind. */
 export function buildCrd(kind: ResourceKind): Record<string, unknown> {
@@ -66,20 +100,16 @@ export function buildCrd(kind: ResourceKind): Record<string, unknown> {
           served: true,
           storage: true,
           subresources: { status: {} },
-          additionalPrinterColumns: [
-            { name: 'Ready', type: 'string', jsonPath: `${READY}.status` },
-            { name: 'Reason', type: 'string', jsonPath: `${READY}.reason` },
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-          ],
+          additionalPrinterColumns: PRINTER_COLUMNS[kind.kind] ?? [...READY_COLUMNS, AGE],
           schema: {
             openAPIV3Schema: {
               description: kind.description,
               type: 'object',
               required: ['spec'],
               properties: {
-                apiVersion: { type: 'string' },
-                kind: { type: 'string' },
-                metadata: { type: 'object' },
+                apiVersion: { type: 'string', description: `${API_GROUP}/${API_VERSION}` },
+                kind: { type: 'string', description: kind.kind },
+                metadata: { type: 'object', description: 'Standard object metadata; metadata.name is how the gateway refers to it.' },
                 spec,
                 status: statusSchema(),
               },

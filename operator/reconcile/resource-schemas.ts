@@ -52,7 +52,15 @@ export const PROVIDER_OPTION_CREDENTIAL_KEYS: readonly string[] = Object.freeze(
   'apiKey',
 ]);
 
+const providerShape = ProviderEntrySchema.shape;
+
 export const ProviderSpecSchema = ProviderEntrySchema.omit({ slug: true, apiKey: true }).extend({
+  provider: providerShape.provider.describe('Provider family, e.g. openai, anthropic, azure-openai, bedrock.'),
+  virtualKey: providerShape.virtualKey.describe('Optional legacy alias, accepted in x-gateway-virtual-key and virtual_key.'),
+  customHost: providerShape.customHost.describe('Base URL to call instead of the provider\'s own (a self-hosted or proxied endpoint; private addresses need the chart\'s state.egressAllow).'),
+  organization: providerShape.organization.describe('Organization sent to the provider, where it has one.'),
+  project: providerShape.project.describe('Project sent to the provider, where it has one.'),
+  options: providerShape.options.describe('Provider-family options (API version, region, deployment...); shaped by each adapter.'),
   apiKeySecretRef: SecretKeyRefSchema.optional().describe('The provider credential (sent as its API key).'),
 });
 
@@ -66,22 +74,22 @@ export const PromptSpecSchema = PromptEntrySchema.omit({ id: true });
 
 /** Guardrail: its checks and what happens on failure; open for the guardrail engine's keys. */
 export const GuardrailSpecSchema = z.looseObject({
-  checks: z.array(HookCheckSchema).min(1),
-  deny: z.boolean().optional(),
-  async: z.boolean().optional(),
-  sequential: z.boolean().optional(),
-  fail_on_error: z.boolean().optional(),
-  on_fail: DenyingHookOutcomeSchema.optional(),
-  on_success: DenyingHookOutcomeSchema.optional(),
+  checks: z.array(HookCheckSchema).min(1).describe('The checks, each an id (e.g. default.regexMatch) and its parameters.'),
+  deny: z.boolean().optional().describe('Refuse the request when a check fails (otherwise only recorded).'),
+  async: z.boolean().optional().describe('Run without holding the request (cannot deny).'),
+  sequential: z.boolean().optional().describe('Run the checks one after another, not at once.'),
+  fail_on_error: z.boolean().optional().describe('Treat a check that errors as failed (default: passed).'),
+  on_fail: DenyingHookOutcomeSchema.optional().describe('What happens when a check fails (feedback, deny).'),
+  on_success: DenyingHookOutcomeSchema.optional().describe('What happens when every check passes (feedback, deny).'),
 });
 
 const apiKeyShape = ApiKeyEntrySchema.shape;
 
 /** GatewayAPIKey: exactly one of keySecretRef and keyHash (checked by the renderer). */
 export const GatewayApiKeySpecSchema = z.strictObject({
-  workspace: apiKeyShape.workspace,
-  organisation: apiKeyShape.organisation,
-  scopes: apiKeyShape.scopes,
+  workspace: apiKeyShape.workspace.describe('Workspace of the key (rate limits and logs group by it); default "default".'),
+  organisation: apiKeyShape.organisation.describe('Organisation of the key.'),
+  scopes: apiKeyShape.scopes.describe('inference (the /v1 model APIs) and/or admin (policies, prompts, logs); default [inference].'),
   keyHash: apiKeyShape.keyHash.describe('sha256:<64 hex digits> of the key.'),
   keySecretRef: SecretKeyRefSchema.optional().describe('The key itself, read from a Secret (hashed by the operator).'),
 });
@@ -90,19 +98,19 @@ export const CONDITION_TYPES = ['Accepted', 'ResolvedRefs', 'Ready', 'Programmed
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 
 export const ConditionSchema = z.strictObject({
-  type: z.string().min(1).max(316),
-  status: z.enum(['True', 'False', 'Unknown']),
-  observedGeneration: z.int().min(0).optional(),
+  type: z.string().min(1).max(316).describe('Accepted (spec valid), ResolvedRefs (references found), Ready (rendered into the state), Programmed (GatewayConfig: every ready proxy replica serves this generation).'),
+  status: z.enum(['True', 'False', 'Unknown']).describe('True, False or Unknown.'),
+  observedGeneration: z.int().min(0).optional().describe('The metadata.generation this condition was computed for.'),
   lastTransitionTime: z.string().describe('RFC 3339 time of the last status change.'),
-  reason: z.string().min(1).max(1024).regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/),
-  message: z.string().max(32768),
+  reason: z.string().min(1).max(1024).regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/).describe('CamelCase reason, e.g. SecretNotFound.'),
+  message: z.string().max(32768).describe('Human-readable details.'),
 });
 
 export type Condition = z.infer<typeof ConditionSchema>;
 
 export const ResourceStatusSchema = z.strictObject({
-  observedGeneration: z.int().min(0).optional(),
-  conditions: z.array(ConditionSchema).optional(),
+  observedGeneration: z.int().min(0).optional().describe('The metadata.generation the operator last processed.'),
+  conditions: z.array(ConditionSchema).optional().describe('One condition per type.'),
 });
 
 export type ResourceStatus = z.infer<typeof ResourceStatusSchema>;

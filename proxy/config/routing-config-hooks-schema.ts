@@ -9,60 +9,60 @@ import { NonEmptyStringSchema, PlainObjectSchema } from './routing-config-primit
 
 /** `feedback` inside on_fail / on_success: a score sent to the request log. */
 export const HookFeedbackSchema = z.strictObject({
-  value: z.number().optional(),
-  weight: z.number().optional(),
-  metadata: PlainObjectSchema.optional(),
+  value: z.number().optional().describe('Score recorded in the request log.'),
+  weight: z.number().optional().describe('Weight of the score.'),
+  metadata: PlainObjectSchema.optional().describe('More fields recorded with the score.'),
 });
 
 /** on_fail / on_success where the spec allows only `feedback`. */
 export const HookOutcomeSchema = z.strictObject({
-  feedback: HookFeedbackSchema.optional(),
+  feedback: HookFeedbackSchema.optional().describe('Feedback recorded in the request log.'),
 });
 
 /** on_fail / on_success where the spec also allows `deny` (before-request hooks, output guardrails). */
 export const DenyingHookOutcomeSchema = z.strictObject({
-  feedback: HookFeedbackSchema.optional(),
-  deny: z.boolean().optional(),
+  feedback: HookFeedbackSchema.optional().describe('Feedback recorded in the request log.'),
+  deny: z.boolean().optional().describe('Refuse the request in this outcome.'),
 });
 
 /** One check run by a hook: its id and that check's parameters. */
 export const HookCheckSchema = z.strictObject({
-  id: NonEmptyStringSchema,
-  parameters: PlainObjectSchema,
+  id: NonEmptyStringSchema.describe('Check id, e.g. default.regexMatch or default.pii.'),
+  parameters: PlainObjectSchema.describe("The check's parameters (see the check's documentation)."),
 });
 
 const hookFields = {
-  id: NonEmptyStringSchema,
-  type: NonEmptyStringSchema.optional(),
-  checks: z.array(HookCheckSchema).optional(),
+  id: NonEmptyStringSchema.describe('Id of the hook (in logs and answers).'),
+  type: NonEmptyStringSchema.optional().describe('Kind of hook (guardrail, mutator).'),
+  checks: z.array(HookCheckSchema).optional().describe('The checks the hook runs.'),
   // Extensions (not in the spec's Hooks table).
-  deny: z.boolean().optional(),
-  sequential: z.boolean().optional(),
-  fail_on_error: z.boolean().optional(),
+  deny: z.boolean().optional().describe('Refuse the request when a check fails.'),
+  sequential: z.boolean().optional().describe('Run the checks one after another, not at once.'),
+  fail_on_error: z.boolean().optional().describe('Treat a check that errors as failed (default: passed).'),
 };
 
 /** An item of `before_request_hooks`: outcomes may `deny`; no `async`. */
 export const BeforeRequestHookSchema = z.strictObject({
   ...hookFields,
-  on_fail: DenyingHookOutcomeSchema.optional(),
-  on_success: DenyingHookOutcomeSchema.optional(),
+  on_fail: DenyingHookOutcomeSchema.optional().describe('What happens when a check fails.'),
+  on_success: DenyingHookOutcomeSchema.optional().describe('What happens when every check passes.'),
 });
 
 /** An item of `after_request_hooks`: may run `async`; outcomes carry feedback only. */
 export const AfterRequestHookSchema = z.strictObject({
   ...hookFields,
-  async: z.boolean().optional(),
-  on_fail: HookOutcomeSchema.optional(),
-  on_success: HookOutcomeSchema.optional(),
+  async: z.boolean().optional().describe('Run after the answer is sent (cannot deny).'),
+  on_fail: HookOutcomeSchema.optional().describe('What happens when a check fails.'),
+  on_success: HookOutcomeSchema.optional().describe('What happens when every check passes.'),
 });
 
 const guardrailFields = {
-  id: NonEmptyStringSchema.optional(),
-  deny: z.boolean().optional(),
-  async: z.boolean().optional(),
+  id: NonEmptyStringSchema.optional().describe('Id of the guardrail (in logs and answers).'),
+  deny: z.boolean().optional().describe('Refuse the request when a check fails.'),
+  async: z.boolean().optional().describe('Run without holding the request (cannot deny).'),
   // Extensions (not in the spec's Guardrails table).
-  sequential: z.boolean().optional(),
-  fail_on_error: z.boolean().optional(),
+  sequential: z.boolean().optional().describe('Run the checks one after another, not at once.'),
+  fail_on_error: z.boolean().optional().describe('Treat a check that errors as failed (default: passed).'),
 };
 
 /**
@@ -85,13 +85,13 @@ const always = { when: () => true };
 
 const inputGuardrailShape = {
   ...guardrailFields,
-  on_fail: HookOutcomeSchema.optional(),
-  on_success: HookOutcomeSchema.optional(),
+  on_fail: HookOutcomeSchema.optional().describe('What happens when a check fails.'),
+  on_success: HookOutcomeSchema.optional().describe('What happens when every check passes.'),
 };
 const outputGuardrailShape = {
   ...guardrailFields,
-  on_fail: DenyingHookOutcomeSchema.optional(),
-  on_success: DenyingHookOutcomeSchema.optional(),
+  on_fail: DenyingHookOutcomeSchema.optional().describe('What happens when a check fails.'),
+  on_success: DenyingHookOutcomeSchema.optional().describe('What happens when every check passes.'),
 };
 
 export const InputGuardrailObjectSchema = z

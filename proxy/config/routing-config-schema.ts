@@ -21,48 +21,48 @@ export const StrategyModeSchema = z.enum(STRATEGY_MODES);
 
 /** One branch of a conditional strategy: a query over metadata/params and the `name` of the target it picks. */
 export const StrategyConditionSchema = z.strictObject({
-  query: PlainObjectSchema,
-  then: NonEmptyStringSchema,
+  query: PlainObjectSchema.describe("Filter over the request's metadata and params (e.g. {\"metadata.tier\": {\"$eq\": \"paid\"}}) that selects this branch."),
+  then: NonEmptyStringSchema.describe('`name` of the target used when the query matches.'),
 });
 
 export const StrategySchema = z.strictObject({
-  mode: StrategyModeSchema,
-  conditions: z.array(StrategyConditionSchema).min(1).optional(),
-  default: NonEmptyStringSchema.optional(),
-  on_status_codes: StatusCodeListSchema.optional(),
+  mode: StrategyModeSchema.describe('single, loadbalance (by weight), fallback (next target on on_status_codes) or conditional (first matching condition).'),
+  conditions: z.array(StrategyConditionSchema).min(1).optional().describe('Conditional mode: branches tried in order.'),
+  default: NonEmptyStringSchema.optional().describe('Conditional mode: `name` of the target used when no condition matches.'),
+  on_status_codes: StatusCodeListSchema.optional().describe('Fallback mode: upstream status codes that move on to the next target.'),
 });
 
 export const CACHE_MODES = ['simple', 'semantic'] as const;
 export const CacheModeSchema = z.enum(CACHE_MODES);
 
 export const CacheSettingsSchema = z.strictObject({
-  mode: CacheModeSchema,
+  mode: CacheModeSchema.describe('simple (exact request match) or semantic (similar prompts).'),
   /** Seconds (DESIGN §2); default 7 days. */
-  max_age: z.int().min(0).optional(),
+  max_age: z.int().min(0).optional().describe('Seconds an answer stays cached (default 7 days).'),
 });
 
 /** DESIGN §2: retries are capped at 5 attempts. */
 export const MAX_RETRY_ATTEMPTS = 5;
 
 export const RetrySettingsSchema = z.strictObject({
-  attempts: z.int().min(0).max(MAX_RETRY_ATTEMPTS),
-  on_status_codes: StatusCodeListSchema.optional(),
-  use_retry_after_headers: z.boolean().optional(),
+  attempts: z.int().min(0).max(MAX_RETRY_ATTEMPTS).describe('Retries after the first attempt (0 to 5).'),
+  on_status_codes: StatusCodeListSchema.optional().describe('Upstream status codes that are retried (default 429 and 5xx).'),
+  use_retry_after_headers: z.boolean().optional().describe("Wait as the provider's Retry-After / Retry-After-ms headers say (default false)."),
 });
 
 export const MIN_COOLDOWN_INTERVAL_MS = 30_000;
 
 export const CircuitBreakerSettingsSchema = z.strictObject({
-  failure_threshold: z.number().min(1),
-  cooldown_interval: z.number().min(MIN_COOLDOWN_INTERVAL_MS),
-  failure_status_codes: StatusCodeListSchema.optional(),
+  failure_threshold: z.number().min(1).describe('Failures after which the circuit opens (at least 1).'),
+  cooldown_interval: z.number().min(MIN_COOLDOWN_INTERVAL_MS).describe('Milliseconds the circuit stays open before a trial request (at least 30000).'),
+  failure_status_codes: StatusCodeListSchema.optional().describe('Upstream status codes counted as failures (default: above 500).'),
 });
 
 export const DeploymentSchema = z.strictObject({
-  deployment_id: NonEmptyStringSchema,
-  alias: NonEmptyStringSchema,
-  api_version: NonEmptyStringSchema,
-  is_default: z.boolean().optional(),
+  deployment_id: NonEmptyStringSchema.describe('Deployment of the model at the provider.'),
+  alias: NonEmptyStringSchema.describe('Model name clients use to pick this deployment.'),
+  api_version: NonEmptyStringSchema.describe('API version of the deployment.'),
+  is_default: z.boolean().optional().describe('Used when the request names no alias.'),
 });
 
 /** `@slug` refers to a saved provider; anything else is a provider name. A bare `@` is neither. */
@@ -90,52 +90,52 @@ const optionalString = NonEmptyStringSchema.optional();
  * RoutingConfigSchema.parse({ strategy: { mode: 'fallback' }, targets: [{ provider: '@openai-prod' }, { virtual_key: 'vk-b' }] })
  */
 export const RoutingConfigSchema = z.strictObject({
-  strategy: StrategySchema.optional(),
+  strategy: StrategySchema.optional().describe('How the targets are used; needs `targets`.'),
   get targets(): z.ZodOptional<z.ZodArray<typeof RoutingConfigSchema>> {
-    return z.array(RoutingConfigSchema).min(1).optional();
+    return z.array(RoutingConfigSchema).min(1).optional().describe('Targets of the strategy; each one is a config itself (provider, overrides, retry, nested strategy...).');
   },
-  provider: ProviderSchema.optional(),
-  api_key: optionalString,
-  virtual_key: optionalString,
-  custom_host: CustomHostSchema.optional(),
-  name: optionalString,
-  strict_vendorA_compliance: z.boolean().optional(),
-  resource_name: optionalString,
-  deployment_id: optionalString,
-  api_version: optionalString,
-  deployments: z.array(DeploymentSchema).optional(),
-  override_params: PlainObjectSchema.optional(),
-  prompt_id: optionalString,
+  provider: ProviderSchema.optional().describe('A provider name (e.g. openai) or "@<name>" of a saved Provider (which carries the credential).'),
+  api_key: optionalString.describe('Provider credential (never in a GatewayConfig: use a Provider with apiKeySecretRef).'),
+  virtual_key: optionalString.describe('Legacy identifier of a saved Provider (its virtualKey).'),
+  custom_host: CustomHostSchema.optional().describe('Base URL of a privately hosted model (http(s); no credentials, query or fragment); used with provider.'),
+  name: optionalString.describe('Name of this target, referenced by conditional strategies (then, default).'),
+  strict_vendorA_compliance: z.boolean().optional().describe("vendorA only: send exactly the vendor's API fields."),
+  resource_name: optionalString.describe('Resource name of a cloud deployment (provider-specific).'),
+  deployment_id: optionalString.describe('Deployment id at the provider (provider-specific).'),
+  api_version: optionalString.describe('API version sent to the provider (provider-specific).'),
+  deployments: z.array(DeploymentSchema).optional().describe("Deployments the request's model alias selects from (provider-specific)."),
+  override_params: PlainObjectSchema.optional().describe("Body parameters that replace the request's own (model, temperature, max_tokens...)."),
+  prompt_id: optionalString.describe('A stored Prompt rendered for this target.'),
   /** Milliseconds. */
-  request_timeout: z.int().min(1).optional(),
-  cache: CacheSettingsSchema.optional(),
-  retry: RetrySettingsSchema.optional(),
-  cb_config: CircuitBreakerSettingsSchema.optional(),
-  weight: z.number().min(0).optional(),
-  on_status_codes: StatusCodeListSchema.optional(),
-  forward_headers: z.array(NonEmptyStringSchema).optional(),
-  before_request_hooks: z.array(BeforeRequestHookSchema).optional(),
-  after_request_hooks: z.array(AfterRequestHookSchema).optional(),
-  input_guardrails: z.array(InputGuardrailSchema).optional(),
-  output_guardrails: z.array(OutputGuardrailSchema).optional(),
-  vendorA_organization: optionalString,
-  vendorA_project: optionalString,
-  cloudB_project_id: optionalString,
-  cloudB_region: optionalString,
-  cloudB_service_account_json: PlainObjectSchema.optional(),
-  cloudA_region: optionalString,
-  cloudA_deployment_name: optionalString,
-  cloudA_endpoint_name: optionalString,
-  cloudA_api_version: optionalString,
-  cloudA_deployment_type: z.enum(['serverless', 'managed']).optional(),
-  cloudA_resource_name: optionalString,
-  cloudA_deployment_id: optionalString,
-  cloudA_model_name: optionalString,
-  cloudC_access_key_id: optionalString,
-  cloudC_secret_access_key: optionalString,
-  cloudC_region: optionalString,
-  cloudC_session_token: optionalString,
-  Authorization: AuthorizationSchema.optional(),
+  request_timeout: z.int().min(1).optional().describe('Milliseconds before an upstream request is abandoned (then retried or failed over).'),
+  cache: CacheSettingsSchema.optional().describe('Response caching.'),
+  retry: RetrySettingsSchema.optional().describe('Retries of failed upstream requests.'),
+  cb_config: CircuitBreakerSettingsSchema.optional().describe('Circuit breaker per target.'),
+  weight: z.number().min(0).optional().describe('Share of traffic in loadbalance mode (relative to the other targets).'),
+  on_status_codes: StatusCodeListSchema.optional().describe('Upstream status codes that trigger the fallback (fallback mode).'),
+  forward_headers: z.array(NonEmptyStringSchema).optional().describe('Names of request headers forwarded to the provider unprocessed.'),
+  before_request_hooks: z.array(BeforeRequestHookSchema).optional().describe('Checks run on the request before it is sent (may deny).'),
+  after_request_hooks: z.array(AfterRequestHookSchema).optional().describe('Checks run on the answer (may run async).'),
+  input_guardrails: z.array(InputGuardrailSchema).optional().describe('Guardrails on the request: names of saved Guardrails or inline guardrails.'),
+  output_guardrails: z.array(OutputGuardrailSchema).optional().describe('Guardrails on the answer: names of saved Guardrails or inline guardrails.'),
+  vendorA_organization: optionalString.describe('vendorA: organization header (provider-specific).'),
+  vendorA_project: optionalString.describe('vendorA: project header (provider-specific).'),
+  cloudB_project_id: optionalString.describe('cloudB: project id.'),
+  cloudB_region: optionalString.describe('cloudB: region.'),
+  cloudB_service_account_json: PlainObjectSchema.optional().describe('cloudB: service account key (a credential: use a Provider instead).'),
+  cloudA_region: optionalString.describe('cloudA: region.'),
+  cloudA_deployment_name: optionalString.describe('cloudA: deployment name.'),
+  cloudA_endpoint_name: optionalString.describe('cloudA: endpoint name.'),
+  cloudA_api_version: optionalString.describe('cloudA: API version.'),
+  cloudA_deployment_type: z.enum(['serverless', 'managed']).optional().describe('cloudA: serverless or managed.'),
+  cloudA_resource_name: optionalString.describe('cloudA: resource name.'),
+  cloudA_deployment_id: optionalString.describe('cloudA: deployment id.'),
+  cloudA_model_name: optionalString.describe('cloudA: model name.'),
+  cloudC_access_key_id: optionalString.describe('cloudC: access key id (a credential: use a Provider instead).'),
+  cloudC_secret_access_key: optionalString.describe('cloudC: secret access key (a credential: use a Provider instead).'),
+  cloudC_region: optionalString.describe('cloudC: region.'),
+  cloudC_session_token: optionalString.describe('cloudC: session token (a credential: use a Provider instead).'),
+  Authorization: AuthorizationSchema.optional().describe('"Bearer <TOKEN>" sent to the provider (a credential: use a Provider instead).'),
 });
 
 export type RoutingConfig = z.infer<typeof RoutingConfigSchema>;

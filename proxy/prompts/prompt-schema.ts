@@ -68,11 +68,11 @@ const messageTemplate = z.string().superRefine((template, ctx) => {
 });
 
 export const PromptMessageSchema = z.strictObject({
-  role: z.enum(CHAT_MESSAGE_ROLES),
+  role: z.enum(CHAT_MESSAGE_ROLES).describe('system, developer, user, assistant, tool or function.'),
   /** A Mustache template: `Hello {{name}}`. */
-  content: messageTemplate,
+  content: messageTemplate.describe('A Mustache template, e.g. "Hello {{name}}" (no partials).'),
   /** Sent as the message's `name`, verbatim (not a template). */
-  name: z.string().min(1).optional(),
+  name: z.string().min(1).optional().describe("Sent as the message's name, verbatim (not a template)."),
 });
 
 const jsonSchemaObject = z.looseObject({});
@@ -82,52 +82,53 @@ const jsonSchemaObject = z.looseObject({});
  * its root: exactly the spec's rendered-prompt parameters (besides model and messages).
  */
 export const PromptParametersSchema = z.strictObject({
-  frequency_penalty: penalty,
-  logit_bias: logitBias,
-  logprobs: z.boolean().nullable().optional(),
-  top_logprobs: z.int().min(0).max(20).nullable().optional(),
-  max_tokens: tokenLimit,
-  n: choiceCount,
-  presence_penalty: penalty,
-  response_format: z.looseObject({ type: z.string().min(1) }).nullable().optional(),
-  seed,
-  stop,
-  stream,
-  stream_options: streamOptions,
+  frequency_penalty: penalty.describe('Default frequency_penalty (-2 to 2).'),
+  logit_bias: logitBias.describe('Default logit_bias: token id to bias (-100 to 100).'),
+  logprobs: z.boolean().nullable().optional().describe('Return log probabilities of the output tokens.'),
+  top_logprobs: z.int().min(0).max(20).nullable().optional().describe('Most likely tokens returned per position (0 to 20).'),
+  max_tokens: tokenLimit.describe('Default limit of generated tokens.'),
+  n: choiceCount.describe('Choices to generate.'),
+  presence_penalty: penalty.describe('Default presence_penalty (-2 to 2).'),
+  response_format: z.looseObject({ type: z.string().min(1).describe('text, json_object or json_schema.') }).nullable().optional().describe('Output format, e.g. {type: json_object}.'),
+  seed: seed.describe('Seed for deterministic sampling, where the provider supports it.'),
+  stop: stop.describe('Stop sequences.'),
+  stream: stream.describe('Stream the answer by default.'),
+  stream_options: streamOptions.describe('Streaming options (include_usage).'),
   thinking: z
-    .looseObject({ type: z.string().min(1), budget_tokens: z.int().min(0).optional() })
-    .nullable()
+    .looseObject({ type: z.string().min(1).describe('enabled or disabled.'), budget_tokens: z.int().min(0).optional().describe('Most tokens spent thinking.') })
+    .nullable().describe('Extended thinking settings (type, budget_tokens), where the provider supports it.')
     .optional(),
-  temperature,
-  top_p: topP,
+  temperature: temperature.describe('Default sampling temperature (0 to 2).'),
+  top_p: topP.describe('Default nucleus sampling probability (0 to 1).'),
   tools: z
     .array(
       z.looseObject({
-        type: z.string().min(1),
+        type: z.string().min(1).describe('function.'),
         function: z
           .looseObject({
-            name: z.string().min(1),
-            description: z.string().optional(),
-            parameters: jsonSchemaObject.optional(),
-            strict: z.boolean().nullable().optional(),
+            name: z.string().min(1).describe('Function name.'),
+            description: z.string().optional().describe('What the function does, for the model.'),
+            parameters: jsonSchemaObject.optional().describe('JSON Schema of the arguments.'),
+            strict: z.boolean().nullable().optional().describe('Arguments must follow the schema exactly.'),
           })
-          .optional(),
+          .optional()
+          .describe('The function the model may call.'),
       }),
     )
-    .optional(),
-  tool_choice: toolChoice,
-  parallel_tool_calls: z.boolean().nullable().optional(),
-  user: z.string().optional(),
-  function_call: z.union([z.enum(['none', 'auto']), z.looseObject({ name: z.string().min(1) })]).optional(),
+    .optional().describe('Tools (functions) the model may call.'),
+  tool_choice: toolChoice.describe('none, auto, required or a specific tool.'),
+  parallel_tool_calls: z.boolean().nullable().optional().describe('Allow several tool calls in one answer.'),
+  user: z.string().optional().describe('End-user id passed to the provider.'),
+  function_call: z.union([z.enum(['none', 'auto']), z.looseObject({ name: z.string().min(1) })]).optional().describe('Legacy: none, auto or {name} of a function.'),
   functions: z
     .array(
       z.looseObject({
-        name: z.string().min(1),
-        description: z.string().optional(),
-        parameters: jsonSchemaObject.optional(),
+        name: z.string().min(1).describe('Function name.'),
+        description: z.string().optional().describe('What the function does, for the model.'),
+        parameters: jsonSchemaObject.optional().describe('JSON Schema of the arguments.'),
       }),
     )
-    .optional(),
+    .optional().describe('Legacy functions the model may call.'),
 });
 
 /** The parameter names, in the spec's order: the keys a render request may set at its root. */
@@ -143,11 +144,11 @@ export const PROMPT_PARAMETER_KEYS: readonly string[] = Object.freeze(Object.key
  */
 export const PromptEntrySchema = z.strictObject({
   id: z.string().min(1),
-  description: z.string().optional(),
+  description: z.string().optional().describe('What the prompt is for.'),
   /** Optional: without it the caller's body or the routing config's override_params names the model. */
-  model: modelId.optional(),
-  messages: z.array(PromptMessageSchema).min(1),
-  parameters: PromptParametersSchema.default({}),
+  model: modelId.optional().describe("Model to use; without it the request or the config's override_params names it."),
+  messages: z.array(PromptMessageSchema).min(1).describe('The message templates, in order.'),
+  parameters: PromptParametersSchema.default({}).describe('Default hyperparameters; a render request may override them.'),
 });
 
 export type PromptEntry = z.infer<typeof PromptEntrySchema>;

@@ -12,24 +12,24 @@ export const POLICY_KEY_PATTERN = /^(workspace_id|api_key|provider|model|config|
 const POLICY_KEY_MESSAGE = 'must be workspace_id, api_key, provider, model, config or metadata.<key>';
 
 const ConditionSchema = z.strictObject({
-  key: z.string().regex(POLICY_KEY_PATTERN, POLICY_KEY_MESSAGE),
-  value: z.string().min(1),
+  key: z.string().regex(POLICY_KEY_PATTERN, POLICY_KEY_MESSAGE).describe('What to match: workspace_id, api_key, provider, model, config or metadata.<key>.'),
+  value: z.string().min(1).describe('The value it must have.'),
 });
-const GroupBySchema = z.strictObject({ key: z.string().regex(POLICY_KEY_PATTERN, POLICY_KEY_MESSAGE) });
+const GroupBySchema = z.strictObject({ key: z.string().regex(POLICY_KEY_PATTERN, POLICY_KEY_MESSAGE) .describe('Each distinct value of this key gets its own counter (workspace_id, api_key, provider, model, config or metadata.<key>).')});
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const RateLimitPolicySchema = z.strictObject({
   id: z.string().min(1),
-  type: z.enum(POLICY_TYPES),
-  unit: z.enum(POLICY_UNITS),
-  value: z.number().positive(),
-  status: z.enum(POLICY_STATUSES).default('active'),
-  workspace_id: z.string().min(1).optional(),
-  organisation_id: z.string().optional(),
-  name: z.string().max(255).optional(),
-  conditions: z.array(ConditionSchema).min(1),
-  group_by: z.array(GroupBySchema).min(1),
+  type: z.enum(POLICY_TYPES).describe('requests (count requests) or tokens (count prompt + completion tokens).'),
+  unit: z.enum(POLICY_UNITS).describe('Window: rpm (minute), rph (hour) or rpd (day).'),
+  value: z.number().positive().describe('Most requests or tokens per window and group.'),
+  status: z.enum(POLICY_STATUSES).default('active').describe('active (enforced) or archived (kept, not enforced).'),
+  workspace_id: z.string().min(1).optional().describe('Workspace that owns the policy.'),
+  organisation_id: z.string().optional().describe('Organisation that owns the policy.'),
+  name: z.string().max(255).optional().describe('A name for people.'),
+  conditions: z.array(ConditionSchema).min(1).describe('Requests the policy applies to: all conditions must match.'),
+  group_by: z.array(GroupBySchema).min(1).describe('Keys whose values each get their own counter (e.g. api_key: a limit per key).'),
   created_at: z.string().optional(),
   last_updated_at: z.string().optional(),
 });

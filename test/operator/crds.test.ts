@@ -54,10 +54,13 @@ describe('generated CRDs', () => {
       const version = crd.spec.versions[0] as Node;
       assert.equal(version['name'], 'v1alpha1');
       assert.deepEqual(version['subresources'], { status: {} });
-      assert.deepEqual(
-        (version['additionalPrinterColumns'] as Node[]).map((column) => column['name']),
-        ['Ready', 'Reason', 'Age'],
-      );
+      const columns = (version['additionalPrinterColumns'] as Node[]).filter((column) => column['priority'] === undefined).map((column) => column['name']);
+      const expected: Record<string, string[]> = {
+        GatewayConfig: ['Mode', 'Targets', 'Programmed', 'Age'],
+        Provider: ['Provider', 'Host', 'Ready', 'Reason', 'Age'],
+        RateLimitPolicy: ['Type', 'Unit', 'Value', 'Status', 'Ready', 'Reason', 'Age'],
+      };
+      assert.deepEqual(columns, expected[kind.kind] ?? ['Ready', 'Reason', 'Age'], kind.kind);
       return crd.spec.names.shortNames[0];
     });
     assert.deepEqual(shortNames, ['aigwc', 'aigwp', 'aigwrl', 'aigwpr', 'aigwg', 'aigwk']);
@@ -119,5 +122,30 @@ describe('generated CRDs', () => {
     assert.equal(properties['mixed']?.['x-kubernetes-preserve-unknown-fields'], true);
     assert.deepEqual(properties['maybe'], { type: 'string', enum: ['a', 'b'], nullable: true });
     assert.equal(out['additionalProperties'], undefined);
+  });
+
+  test('every field of every CRD has a description (kubectl explain), conditions are a map keyed by type', () => {
+    for (const kind of Object.values(RESOURCE_KINDS)) {
+      const crd = buildCrd(kind) as { spec: { versions: Array<{ schema: { openAPIV3Schema: Node } }> } };
+      const root = crd.spec.versions[0]?.schema.openAPIV3Schema as Node;
+      const undescribed: string[] = [];
+      let fields = 0;
+      const walk = (node: Node, path: string): void => {
+        for (const [name, child] of Object.entries((node['properties'] as Record<string, Node> | undefined) ?? {})) {
+          fields += 1;
+          if (typeof child['description'] !== 'string' || child['description'] === '') undescribed.push(`${path}.${name}`);
+          walk(child, `${path}.${name}`);
+        }
+        if (typeof node['items'] === 'object') walk(node['items'] as Node, `${path}[]`);
+        if (typeof node['additionalProperties'] === 'object') walk(node['additionalProperties'] as Node, `${path}.*`);
+      };
+      walk(root, kind.kind);
+      assert.ok(fields > 8, `${kind.kind}: ${fields} fields`);
+      assert.deepEqual(undescribed, [], `${kind.kind}: fields without a description`);
+      const conditions = ((root['properties'] as Record<string, Node>)['status']?.['properties'] as Record<string, Node>)['conditions'] as Node;
+      assert.equal(conditions['x-kubernetes-list-type'], 'map');
+      assert.deepEqual(conditions['x-kubernetes-list-map-keys'], ['type']);
+      assert.ok(((conditions['items'] as Node)['required'] as string[]).includes('type'));
+    }
   });
 });

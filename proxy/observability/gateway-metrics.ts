@@ -67,7 +67,7 @@ const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.00
 
 export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {}): GatewayMetrics {
   const registry = new Registry();
-  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'aigateway_process_' });
+  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'aigateway_' });
   const requests = new Counter({
     name: 'aigateway_requests_total',
     help: 'Requests answered by the gateway, by route, provider and status class.',

@@ -41,6 +41,31 @@ describe('Helm chart dashboard', () => {
     const exported = await exportedMetricNames();
     assert.deepEqual([...queried].filter((name) => !exported.has(name)), []);
   });
+
+  test('every panel is scoped by the namespace and instance variables (several installs are not summed)', () => {
+    const parsed = JSON.parse(readFileSync(join(ROOT, 'charts', 'aigateway', 'dashboards', 'aigateway.json'), 'utf8')) as {
+      templating: { list: Array<{ name: string; query?: { query: string } | string }> };
+      panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+    };
+    assert.deepEqual(parsed.templating.list.map((variable) => variable.name), ['datasource', 'namespace', 'instance']);
+    const unscoped: string[] = [];
+    for (const panel of parsed.panels) {
+      for (const target of panel.targets) {
+        const expr = target.expr.replace(/\b(by|without)\s*\([^)]*\)/g, '');
+        for (const match of expr.matchAll(/\b((?:aigateway|gen_ai)_[a-z0-9_]+)(\{[^}]*\})?/g)) {
+          const selector = match[2] ?? '';
+          if (!selector.includes('namespace=~"$namespace"') || !selector.includes('instance=~"$instance"')) unscoped.push(`${panel.title}: ${match[0]}`);
+        }
+      }
+    }
+    assert.deepEqual(unscoped, []);
+  });
+
+  test('process metrics carry one prefix (aigateway_process_*, not aigateway_process_process_*)', async () => {
+    const names = (await createGatewayMetrics().registry.getMetricsAsJSON()).map((metric) => metric.name);
+    assert.ok(names.includes('aigateway_process_cpu_user_seconds_total'), names.filter((name) => name.includes('cpu')).join(', '));
+    assert.deepEqual(names.filter((name) => /process_process|nodejs_nodejs/.test(name)), []);
+  });
 });
 
 describe('examples/', () => {

@@ -169,6 +169,10 @@ function streamAnswer(reply: FastifyReply, input: RelayInput): Readable {
     reply.removeHeader('content-length');
     const sink = {
       onUsage: (usage: AnswerUsage, model: string | undefined) => recordUsage(usage, model, input),
+      // A client that closes at [DONE] (the openai SDK does) got the whole answer, not a 499.
+      onDone: () => {
+        context.upstreamDoneAt ??= process.hrtime.bigint();
+      },
       // Written straight onto the context: the estimate reads it if the client leaves early.
       get streamEvents() {
         return context.streamEvents;

@@ -60,6 +60,8 @@ export interface UsageTapSink {
   onUsage(usage: AnswerUsage, model: string | undefined): void;
   /** Counted for the estimate when the client leaves before the provider's usage. */
   streamEvents: number;
+  /** The stream's `data: [DONE]` passed: a client may close now, the answer is whole. */
+  onDone?(): void;
 }
 
 const USAGE_NULL = /,\s*"usage"\s*:\s*null/;
@@ -103,7 +105,11 @@ export class SseUsageTap extends Transform {
 
   /** Returns the frame to forward ('' to drop it). */
   #frame(raw: string, data: string, dispatch: boolean): string {
-    if (!dispatch || data === '' || data === '[DONE]') return raw;
+    if (!dispatch || data === '') return raw;
+    if (data === '[DONE]') {
+      this.#sink.onDone?.();
+      return raw;
+    }
     if (!data.includes('usage')) {
       this.#sink.streamEvents++;
       return raw;

@@ -109,7 +109,8 @@ export function buildCrd(kind: ResourceKind): Record<string, unknown> {
               properties: {
                 apiVersion: { type: 'string', description: `${API_GROUP}/${API_VERSION}` },
                 kind: { type: 'string', description: kind.kind },
-                metadata: { type: 'object', description: 'Standard object metadata; metadata.name is how the gateway refers to it.' },
+                // The API server allows nothing else here (metadata is implicitly specified).
+                metadata: { type: 'object' },
                 spec,
                 status: statusSchema(),
               },

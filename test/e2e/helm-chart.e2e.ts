@@ -2,6 +2,7 @@
 // every object, and the operator running with the chart's ServiceAccount token does its job
 // while being denied what it does not need.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -100,6 +101,9 @@ describe('Helm chart', { skip, timeout: 240_000 }, () => {
         'current-context': 'operator',
       }),
     );
+    // The documented order: the user's Secrets first, then the examples (which hold none).
+    await env.kubectl(['-n', namespace, 'create', 'secret', 'generic', 'openai-credentials', `--from-literal=apiKey=sk-${randomBytes(24).toString('hex')}`]);
+    await env.kubectl(['-n', namespace, 'create', 'secret', 'generic', 'gateway-keys', `--from-literal=platform-admin=gw-${randomBytes(24).toString('hex')}`]);
     await env.kubectl(['-n', namespace, 'apply', '-f', `${ROOT}/examples/`]);
     // The same settings as the chart's operator Deployment.
     operator = await startOperatorProcess({

@@ -2,6 +2,7 @@
 // rendered ConfigMap and Secret, Ready conditions, a broken Secret reference with its
 // Event, deletion, garbage collection with the owner, and leader failover.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { load } from 'js-yaml';
 import { e2eEnvironment, eventually, ROOT, type E2eEnvironment } from './e2e-environment.ts';
@@ -10,6 +11,7 @@ import { startOperatorProcess, type OperatorProcess } from './processes.ts';
 const environment = await e2eEnvironment();
 const skip = typeof environment === 'string' ? `e2e skipped: ${environment}` : false;
 const LEASE_MS = 3000;
+const OPENAI_KEY = `sk-${randomBytes(24).toString('hex')}`;
 
 describe('operator against the API server', { skip, timeout: 240_000 }, () => {
   const env = environment as E2eEnvironment;
@@ -52,7 +54,11 @@ describe('operator against the API server', { skip, timeout: 240_000 }, () => {
   });
 
   test('kubectl apply of the examples renders the ConfigMap and Secret, and every resource becomes Ready', async () => {
+    // The documented order: the user's Secrets first, then the examples (which hold none).
+    await kubectl(['create', 'secret', 'generic', 'openai-credentials', `--from-literal=apiKey=${OPENAI_KEY}`]);
+    await kubectl(['create', 'secret', 'generic', 'gateway-keys', `--from-literal=platform-admin=gw-${randomBytes(24).toString('hex')}`]);
     await kubectl(['apply', '-f', `${ROOT}/examples/`]);
+    assert.equal(JSON.parse((await kubectl(['get', 'secret', 'openai-credentials', '-o', 'json'])).stdout).data.apiKey, Buffer.from(OPENAI_KEY).toString('base64'), 'the examples left the Secret alone');
     const state = await eventually(async () => {
       const rendered = await renderedState();
       const complete = ['configs', 'apiKeys', 'providers', 'prompts', 'rateLimitPolicies', 'guardrails'].every((key) => ids(rendered, key).length > 0);
@@ -64,14 +70,14 @@ describe('operator against the API server', { skip, timeout: 240_000 }, () => {
     assert.deepEqual(ids(state, 'guardrails'), ['no-ssn']);
     const secret = await json<{ data: Record<string, string> }>(['get', 'secret', 'aigateway-credentials']);
     const credentials = load(Buffer.from(secret.data['credentials.yaml'] ?? '', 'base64').toString('utf8')) as { providers: Record<string, { apiKey: string }> };
-    assert.equal(credentials.providers['openai-prod']?.apiKey, 'sk-replace-me');
+    assert.equal(credentials.providers['openai-prod']?.apiKey, OPENAI_KEY);
     await kubectl(['wait', '--for=condition=Ready', 'aigwc,aigwp,aigwrl,aigwpr,aigwg,aigwk', '--all', '--timeout=30s']);
     const configMap = await json<{ metadata: { annotations: Record<string, string>; ownerReferences?: Array<{ kind: string }>; managedFields: Array<{ manager: string }> } }>(['get', 'configmap', 'aigateway-state', '--show-managed-fields']);
     assert.match(configMap.metadata.annotations['aigateway.dev/config-hash'] ?? '', /^[0-9a-f]{16}$/);
     assert.ok(configMap.metadata.managedFields.some((field) => field.manager === 'aigateway-operator'), 'written by server-side apply');
     assert.equal(configMap.metadata.ownerReferences?.[0]?.kind, 'Deployment');
     const printed = (await kubectl(['get', 'aigwp', 'openai-prod'])).stdout;
-    assert.match(printed, /READY\s+REASON\s+AGE[\s\S]*openai-prod\s+True\s+Rendered/);
+    assert.match(printed, /PROVIDER\s+HOST\s+READY\s+REASON\s+AGE[\s\S]*openai-prod\s+openai\s+True\s+Rendered/);
   });
 
   test('a Provider whose Secret is missing shows ResolvedRefs=False/SecretNotFound and an Event, and is left out', async () => {

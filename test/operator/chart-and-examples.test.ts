@@ -1,6 +1,7 @@
 // The chart's dashboard names only metrics the code exports, and the examples/ render to
 // Ready resources with a state the proxy loads (no cluster needed).
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -69,19 +70,21 @@ describe('Helm chart dashboard', () => {
 });
 
 describe('examples/', () => {
-  test('every example is a valid resource that renders Ready, and the state loads in the proxy', () => {
+  test('every example is a valid resource that renders Ready once the Secrets the docs create exist, and the state loads in the proxy', () => {
     const resources = emptyResources();
-    const secrets: SecretResource[] = [];
+    // What the documented `kubectl create secret` steps make, with random values.
+    const encode = (value: string) => Buffer.from(value).toString('base64');
+    const secrets: SecretResource[] = [
+      { metadata: { name: 'openai-credentials' }, data: { apiKey: encode(`sk-${randomBytes(24).toString('hex')}`) } },
+      { metadata: { name: 'gateway-keys' }, data: { 'platform-admin': encode(`gw-${randomBytes(24).toString('hex')}`) } },
+    ];
     const directory = join(ROOT, 'examples');
     for (const file of readdirSync(directory).filter((name) => name.endsWith('.yaml'))) {
       for (const document of loadAll(readFileSync(join(directory, file), 'utf8')) as Array<Record<string, unknown> | null>) {
         if (document === null) continue;
         const metadata = document['metadata'] as { name: string };
-        if (document['kind'] === 'Secret') {
-          const values = document['stringData'] as Record<string, string>;
-          secrets.push({ metadata, data: Object.fromEntries(Object.entries(values).map(([key, value]) => [key, Buffer.from(value).toString('base64')])) });
-          continue;
-        }
+        // `kubectl apply -f examples/` after the Secret steps must not overwrite the user's Secrets.
+        assert.notEqual(document['kind'], 'Secret', `${file}: examples never carry Secrets`);
         assert.equal(document['apiVersion'], 'aigateway.dev/v1alpha1', file);
         assert.ok(KIND_NAMES.includes(document['kind'] as KindName), `${file}: ${String(document['kind'])}`);
         resources[document['kind'] as KindName].push({ metadata: { ...metadata, generation: 1 }, spec: document['spec'] } satisfies CustomResource);
@@ -92,6 +95,9 @@ describe('examples/', () => {
     for (const status of result.statuses) {
       const ready = status.conditions.find((condition) => condition.type === 'Ready');
       assert.equal(ready?.status, 'True', `${status.kind}/${status.name}: ${ready?.message}`);
+    }
+    for (const file of readdirSync(directory)) {
+      assert.doesNotMatch(readFileSync(join(directory, file), 'utf8'), /^\s*(stringData|data):/m, `${file}: no Secret data`);
     }
     const texts = serializeRenderedState(result);
     const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {});

@@ -116,6 +116,11 @@ export class SseUsageTap extends Transform {
     }
     // The provider marks every chunk but the last `"usage":null` once asked: no parse needed,
     // and cut when it was the gateway that asked.
+    const compact = raw.lastIndexOf(',"usage":null');
+    if (compact !== -1) {
+      this.#sink.streamEvents++;
+      return this.#strip ? raw.slice(0, compact) + raw.slice(compact + 13) : raw;
+    }
     if (data.includes('null') && USAGE_NULL.test(data)) {
       this.#sink.streamEvents++;
       return this.#strip ? raw.replace(USAGE_NULL, '') : raw;

@@ -20,6 +20,8 @@ import {
   withClientAnthropicHeaders,
 } from '../anthropic-ingress/messages-request.ts';
 import { MessagesStreamReader } from '../anthropic-ingress/messages-stream-reader.ts';
+import { registerModelsRoutes } from './models-routes.ts';
+import { registerForwardedRoutes } from './openai-forwarded-routes.ts';
 import type { ResponseCache } from '../cache/response-cache.ts';
 import { StreamAssembler } from '../cache/stream-assembler.ts';
 import type { HookContext } from '../guardrails/run-hooks.ts';
@@ -82,6 +84,8 @@ export function registerInferenceRoutes(app: FastifyInstance, deps: InferenceDep
   for (const [url, endpoint] of MESSAGES_ROUTES) {
     app.post(url, { config: { gatewayScope: 'inference' }, errorHandler }, (request, reply) => handleInference(endpoint, url, deps, request, reply));
   }
+  registerModelsRoutes(app, { dispatcher: deps.routing.dispatcher });
+  registerForwardedRoutes(app, { dispatcher: deps.routing.dispatcher });
 }
 
 function isMessages(endpoint: InferenceEndpoint): boolean {

@@ -1,0 +1,158 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Dispatcher } from 'undici';
+import { callProvider, readProviderJson, relayProviderAnswer } from '../batches/provider-forwarding.ts';
+import type { GatewayState } from '../config/gateway-state.ts';
+import { GatewayError } from '../errors.ts';
+import { HEADER, headerValue } from '../gateway-headers.ts';
+import { ANTHROPIC_VERSION, isRecord } from '../providers/anthropic-wire.ts';
+import type { ResolvedTarget } from '../providers/provider-adapter.ts';
+import { resolveTarget } from '../routing/resolve-target.ts';
+import type { PlanNode } from '../routing/routing-plan.ts';
+import { selectRoute } from '../routing/select-route.ts';
+import { guardedCall, secretsOfTarget } from '../upstream/guarded-call.ts';
+import { messagesRoutingHeaders } from '../anthropic-ingress/messages-request.ts';
+
+// GET /v1/models and /v1/models/{id} in OpenAI's list shape (many clients call it at start).
+//   - A request that names one provider with its credential (x-gateway-provider + key,
+//     virtual key, or a single-target inline config) gets that provider's own list:
+//     OpenAI-compatible hosts and Azure relayed as they answer, Anthropic's translated.
+//   - Otherwise the gateway's list: the models its saved configs route to (override_params
+//     models of every target), or those of the saved config x-gateway-config names.
+// Every provider call is a guardedCall (egress policy, redaction, no redirects).
+
+export interface ModelsRouteDeps {
+  readonly dispatcher: Dispatcher;
+}
+
+interface ModelEntry {
+  readonly id: string;
+  readonly object: 'model';
+  readonly created: number;
+  readonly owned_by: string;
+}
+
+const SCOPE = { gatewayScope: 'inference' } as const;
+
+export function registerModelsRoutes(app: FastifyInstance, deps: ModelsRouteDeps): void {
+  app.get('/v1/models', { config: SCOPE }, (request, reply) => listModels(deps, request, reply));
+  // Model ids may hold slashes (openrouter's "anthropic/claude-…"): the rest of the path is the id.
+  app.get<{ Params: { '*': string } }>('/v1/models/*', { config: SCOPE }, (request, reply) => {
+    const id = request.params['*'];
+    if (id === '') return listModels(deps, request, reply);
+    return retrieveModel(deps, request, reply, id);
+  });
+}
+
+async function listModels(deps: ModelsRouteDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const source = sourceOf(request);
+  if (source.kind === 'gateway') return reply.send({ object: 'list', data: gatewayModels(request.gateway.state, source.configId) });
+  return providerModels(deps, reply, source.target, undefined);
+}
+
+async function retrieveModel(deps: ModelsRouteDeps, request: FastifyRequest, reply: FastifyReply, id: string): Promise<FastifyReply> {
+  const source = sourceOf(request);
+  if (source.kind === 'provider') return providerModels(deps, reply, source.target, id);
+  const found = gatewayModels(request.gateway.state, source.configId).find((model) => model.id === id);
+  if (found === undefined) {
+    throw new GatewayError('AIGW_ERR_NOT_FOUND', `The model "${id}" is not routed by any saved config of this gateway.`, { param: 'model' });
+  }
+  return reply.send(found);
+}
+
+type ModelSource = { readonly kind: 'gateway'; readonly configId: string | undefined } | { readonly kind: 'provider'; readonly target: ResolvedTarget };
+
+function sourceOf(request: FastifyRequest): ModelSource {
+  const headers = messagesRoutingHeaders(request.headers);
+  const config = headerValue(headers[HEADER.config])?.trim();
+  const named = [HEADER.provider, HEADER.virtualKey].some((name) => (headerValue(headers[name]) ?? '') !== '');
+  if (!named && (config === undefined || config === '')) return { kind: 'gateway', configId: undefined };
+  if (config !== undefined && config !== '' && !config.startsWith('{')) {
+    if (!request.gateway.state.configs.has(config)) throw new GatewayError('AIGW_ERR_UNKNOWN_CONFIG', `No saved config with id "${config}".`, { param: HEADER.config });
+    request.gateway.configId = config;
+    return { kind: 'gateway', configId: config };
+  }
+  const selection = selectRoute(headers, request.gateway.state);
+  const leaf = singleLeaf(selection.plan);
+  const target = resolveTarget(leaf.settings, leaf.path, request.gateway.state, headers);
+  request.gateway.provider = target.provider;
+  return { kind: 'provider', target };
+}
+
+function singleLeaf(plan: PlanNode): PlanNode {
+  let node = plan;
+  for (let depth = 0; node.mode !== undefined; depth++) {
+    const first = node.children[0];
+    if (node.mode !== 'single' || first === undefined || depth > 8) {
+      throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `/v1/models lists one provider's models, and a "${node.mode}" config names several.`, { param: HEADER.config });
+    }
+    node = first;
+  }
+  return node;
+}
+
+/** The models saved configs route to: each target's override_params.model, in config order. */
+export function gatewayModels(state: GatewayState, configId: string | undefined): ModelEntry[] {
+  const seen = new Map<string, ModelEntry>();
+  const visit = (node: PlanNode): void => {
+    if (node.mode !== undefined) {
+      node.children.forEach(visit);
+      for (const condition of node.conditions) visit(condition.child);
+      if (node.defaultChild !== undefined) visit(node.defaultChild);
+      return;
+    }
+    const model = node.settings.override_params?.['model'];
+    if (typeof model !== 'string' || model === '' || seen.has(model)) return;
+    seen.set(model, { id: model, object: 'model', created: 0, owned_by: ownerOf(node, state) });
+  };
+  const configs = configId === undefined ? [...state.configs.values()] : [state.configs.get(configId)].filter((config) => config !== undefined);
+  for (const config of configs) visit(config.plan);
+  return [...seen.values()];
+}
+
+function ownerOf(node: PlanNode, state: GatewayState): string {
+  const { provider, virtual_key: virtualKey } = node.settings;
+  if (virtualKey !== undefined) return state.providersByVirtualKey.get(virtualKey)?.provider ?? 'gateway';
+  if (provider?.startsWith('@')) return state.providersBySlug.get(provider.slice(1))?.provider ?? 'gateway';
+  return provider ?? 'gateway';
+}
+
+/** The provider's own list or model: relayed from OpenAI-format hosts, translated from Anthropic. */
+async function providerModels(deps: ModelsRouteDeps, reply: FastifyReply, target: ResolvedTarget, id: string | undefined): Promise<FastifyReply> {
+  const path = id === undefined ? 'models' : `models/${encodeURIComponent(id)}`;
+  const family = target.adapter.family;
+  if (family === 'openai' || family === 'azure-openai') {
+    return relayProviderAnswer(reply, target, await callProvider(deps.dispatcher, target, { method: 'GET', path }));
+  }
+  if (family !== 'anthropic') {
+    throw new GatewayError(
+      'AIGW_ERR_UNSUPPORTED_ENDPOINT',
+      `Provider "${target.provider}" has no model list the gateway can read; /v1/models without provider headers lists the models of saved configs.`,
+      { param: HEADER.provider },
+    );
+  }
+  const headers: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION, 'accept-encoding': 'identity' };
+  if (target.apiKey !== undefined && target.apiKey !== '') headers['x-api-key'] = target.apiKey;
+  const answer = await guardedCall({
+    dispatcher: deps.dispatcher,
+    url: `${target.baseUrl}/${path}${id === undefined ? '?limit=1000' : ''}`,
+    method: 'GET',
+    headers,
+    body: null,
+    upstream: target.provider,
+    secrets: secretsOfTarget(target),
+    egressParam: target.customHost ? 'custom_host' : HEADER.provider,
+    headersTimeoutMs: 60_000,
+    bodyTimeoutMs: 60_000,
+  });
+  reply.header(HEADER.provider, target.provider);
+  const json = await readProviderJson(target, answer);
+  if (id !== undefined) return reply.send(fromAnthropicModel(json));
+  const data = Array.isArray(json['data']) ? json['data'] : [];
+  return reply.send({ object: 'list', data: data.filter(isRecord).map(fromAnthropicModel) });
+}
+
+/** `{ id, type: "model", display_name, created_at }` → OpenAI's model object. */
+function fromAnthropicModel(model: Record<string, unknown>): ModelEntry {
+  const created = typeof model['created_at'] === 'string' ? Math.floor(Date.parse(model['created_at']) / 1000) : 0;
+  return { id: String(model['id'] ?? ''), object: 'model', created: Number.isFinite(created) ? created : 0, owned_by: 'anthropic' };
+}

@@ -224,12 +224,23 @@ async function handleInference(
     const parsed = result.plain?.parsed as { usage?: unknown } | undefined;
     if (native && parsed !== undefined) reader.noteUsage(parsed.usage);
     const accounted = accountingContext(context, reader);
+    const finishPlain = output?.finishPlain;
+    const adapter = messagesRelayAdapter(result.target.adapter, result.requestBody, reader);
     return relayResponse(reply, {
-      finishPlain: output?.finishPlain,
+      // The relay hands output checks the provider's own answer: they check (and the
+      // client gets) the Anthropic-shaped one.
+      finishPlain:
+        finishPlain === undefined
+          ? undefined
+          : async (parsed) => {
+              const answer = adapter.transformResponse === undefined ? parsed : adapter.transformResponse(endpoint, parsed, result.requestBody);
+              const verdict = await finishPlain(answer);
+              return verdict.status === GUARDRAIL_DENIED_STATUS ? { status: verdict.status, body: anthropicDeniedBody(verdict.body as Record<string, unknown>) } : verdict;
+            },
       // Anthropic streams have no [DONE] to hold a tail on: output checks hold the stream.
       streamGuard: output === undefined ? undefined : messagesHold(output.hold, reader),
       upstream: result.response,
-      target: { ...result.target, adapter: messagesRelayAdapter(result.target.adapter, result.requestBody, reader) },
+      target: { ...result.target, adapter },
       endpoint,
       requestBody: result.requestBody,
       plain: result.plain,

@@ -30,11 +30,25 @@ before(async () => {
   openai = await startMockOpenAI({ apiKey: OPENAI_KEY });
   harness = await startHarness({
     state: baseState({
-      providers: [{ slug: 'claude', provider: 'anthropic', virtualKey: 'vk-claude', apiKey: KEY, customHost: anthropic.url }],
+      providers: [
+        { slug: 'claude', provider: 'anthropic', virtualKey: 'vk-claude', apiKey: KEY, customHost: anthropic.url },
+        { slug: 'oa', provider: 'openai', apiKey: OPENAI_KEY, customHost: openai.url },
+      ],
       configs: [
         {
           id: 'claude-retry',
           config: { provider: '@claude', retry: { attempts: 2, on_status_codes: [529] } },
+        },
+        {
+          id: 'deny-claude-output',
+          config: {
+            provider: '@claude',
+            output_guardrails: [{ id: 'no-mock', 'default.contains': { operator: 'none', words: ['mock Claude'] }, deny: true }],
+          },
+        },
+        {
+          id: 'oa-checked',
+          config: { provider: '@oa', output_guardrails: [{ id: 'flag-mock', 'default.contains': { operator: 'none', words: ['mock upstream'] } }] },
         },
         {
           id: 'deny-secret',
@@ -270,6 +284,27 @@ describe('/v1/messages errors are Anthropic-shaped', () => {
   });
 });
 
+describe('/v1/messages output guardrails', () => {
+  const body = JSON.stringify({ model: MODEL, max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] });
+  const headers = { 'content-type': 'application/json', 'x-gateway-api-key': TEST_GATEWAY_KEY, 'x-gateway-config': 'deny-claude-output' };
+
+  test('plain: an answer the check denies → 446 in Anthropic shape', async () => {
+    const response = await fetch(`${harness.gateway.origin}/v1/messages`, { method: 'POST', headers, body });
+    assert.equal(response.status, 446);
+    const answer = (await response.json()) as { type: string; error: { message: string }; hook_results: { after_request_hooks: Array<{ verdict: boolean }> } };
+    assert.equal(answer.type, 'error');
+    assert.equal(answer.hook_results.after_request_hooks[0]?.verdict, false);
+  });
+
+  test('stream: the stream is held, assembled from Anthropic events and checked; a denial sends none of it', async () => {
+    const response = await fetch(`${harness.gateway.origin}/v1/messages`, { method: 'POST', headers, body: JSON.stringify({ ...JSON.parse(body), stream: true }) });
+    assert.equal(response.status, 446);
+    const text = await response.text();
+    assert.doesNotMatch(text, /message_start/);
+    assert.equal((JSON.parse(text) as { type: string }).type, 'error');
+  });
+});
+
 describe('/v1/messages to an OpenAI-format provider (translated)', () => {
   test('plain: system, user turn and max_tokens translated; the answer comes back as a Message with usage', async () => {
     const message = await viaOpenAI().messages.create({ model: 'gpt-4o-mini', max_tokens: 100, system: 'Be brief.', messages: [{ role: 'user', content: 'Say hi please' }] });
@@ -330,6 +365,19 @@ describe('/v1/messages to an OpenAI-format provider (translated)', () => {
     assert.ok(error instanceof Anthropic.BadRequestError);
     assert.match(String((error as Error).message), /count_tokens/);
     assert.equal(openai.requests.length, 0);
+  });
+
+  test('output checks see the translated Message: a failed check → 246 with the Message and hook_results', async () => {
+    const response = await fetch(`${harness.gateway.origin}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gateway-api-key': TEST_GATEWAY_KEY, 'x-gateway-config': 'oa-checked' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    assert.equal(response.status, 246);
+    const body = (await response.json()) as { type: string; content: unknown; hook_results: { after_request_hooks: Array<{ verdict: boolean }> } };
+    assert.equal(body.type, 'message');
+    assert.deepEqual(body.content, [{ type: 'text', text: DEFAULT_REPLY_TEXT }]);
+    assert.equal(body.hook_results.after_request_hooks[0]?.verdict, false);
   });
 
   test("an OpenAI provider's error comes back Anthropic-shaped with its status", async () => {

@@ -7,15 +7,19 @@ import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
 import type { RequestSpan } from '../observability/tracing.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { catalogEntry } from '../providers/provider-catalog.ts';
-import { CircuitBreakers, countsAsBreakerFailure } from '../resilience/circuit-breakers.ts';
-import { backoffDelayMs, MAX_RETRY_WAIT_MS, retryableStatus, retryAfterMs } from '../resilience/retry-policy.ts';
+import { composeAttempt, FIRST_ATTEMPT, statusOf, succeeded, type Attempt } from '../resilience/attempt-chain.ts';
+import { breakerInterceptor } from '../resilience/breaker-interceptor.ts';
+import type { CircuitBreakers } from '../resilience/circuit-breakers.ts';
+import { retryInterceptor } from '../resilience/retry-interceptor.ts';
+import { timeoutInterceptor } from '../resilience/timeout-interceptor.ts';
 import { attemptTarget, type AttemptResult } from '../upstream/call-target.ts';
 import { pickLoadBalancedChild } from './pick-load-balanced-target.ts';
 import { resolveTarget } from './resolve-target.ts';
 import type { PlanNode } from './routing-plan.ts';
 
 // The strategy walk (DESIGN.md §2): single | fallback | loadbalance | conditional over a
-// compiled plan, with retries and circuit breakers at the leaves. Gateway validation
+// compiled plan; at each leaf one attempt wrapped in retry, breaker and timeout
+// (resilience/*-interceptor.ts). Gateway validation
 // errors (a GatewayError thrown while resolving a target) end the walk at once; upstream
 // answers and network failures are results the strategies decide on.
 
@@ -73,11 +77,7 @@ export async function walkPlan(root: PlanNode, request: WalkRequest, progress: W
 }
 
 export function isSuccess(result: WalkResult): boolean {
-  return result.kind === 'response' && result.response.statusCode >= 200 && result.response.statusCode < 300;
-}
-
-function statusOf(result: AttemptResult): number {
-  return result.kind === 'response' ? result.response.statusCode : result.error.status;
+  return result.kind !== 'unavailable' && succeeded(result);
 }
 
 /** Frees a result we will not relay (keeps the connection reusable when the body is small). */
@@ -161,32 +161,22 @@ async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgr
   }
   const settings = node.settings;
   const breaker = settings.cb_config;
-  const id = breaker === undefined ? '' : breakerId(node, target, request);
   const label = breaker === undefined && settings.retry === undefined ? '' : targetLabel(node, target, request);
-  const maxRetries = settings.retry?.attempts ?? 0;
   const forwardHeaders = settings.forward_headers === undefined ? request.forwardHeaders : [...request.forwardHeaders, ...settings.forward_headers];
 
-  let result: AttemptResult | undefined;
-  for (let retry = 0; ; retry++) {
-    if (breaker !== undefined && !runtime.breakers.tryPass(id, label, breaker)) {
-      return result ?? { kind: 'unavailable', labels: [label], reason: 'circuit open' };
-    }
-    const timeoutMs = attemptTimeout(settings.request_timeout, request);
-    if (timeoutMs !== undefined && timeoutMs <= 0) {
-      if (breaker !== undefined) runtime.breakers.release(id);
-      return result ?? timedOut(target, request);
-    }
-    if (result !== undefined) discard(result);
+  // One attempt, wrapped as retry(breaker(timeout(send))).
+  const send: Attempt = async (context) => {
+    context.beforeDispatch();
     progress.firstDispatchAt ??= process.hrtime.bigint();
     const model = target.node.override_params?.['model'] ?? request.body['model'];
     const attemptSpan = request.span?.startAttempt({
       provider: target.provider,
       model: typeof model === 'string' ? model : undefined,
       operation: OPERATION[request.endpoint] ?? request.endpoint,
-      retry,
+      retry: context.retry,
       targetPath: node.path,
     });
-    result = await attemptTarget({
+    const result = await attemptTarget({
       dispatcher: runtime.dispatcher,
       target,
       endpoint: request.endpoint,
@@ -195,48 +185,42 @@ async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgr
       // The attempt's traceparent goes upstream like a forwarded header (ours replaces the client's).
       requestHeaders: attemptSpan === undefined ? request.headers : { ...request.headers, traceparent: attemptSpan.traceparent },
       forwardHeaders: attemptSpan === undefined ? forwardHeaders : [...forwardHeaders, 'traceparent'],
-      timeoutMs,
+      timeoutMs: context.timeoutMs,
       signal: request.signal,
     });
-    const status = statusOf(result);
     if (attemptSpan !== undefined) {
       // A stream being relayed stays open until the request ends.
       if (isSuccess(result) && result.kind === 'response' && result.plain === undefined) attemptSpan.keepOpen();
-      else attemptSpan.end(status, result.kind === 'error' ? result.error.code : undefined);
+      else attemptSpan.end(statusOf(result), result.kind === 'error' ? result.error.code : undefined);
     }
-    if (breaker !== undefined) {
-      if (request.signal.aborted) runtime.breakers.release(id);
-      else runtime.breakers.record(id, label, breaker, failedForBreaker(result, status, breaker));
-    }
-    if (isSuccess(result) || retry >= maxRetries || request.signal.aborted) return result;
-    if (settings.retry === undefined || !retryableStatus(status, settings.retry)) return result;
-    const wait = retryWait(result, settings.retry.use_retry_after_headers === true, retry, request);
-    if (wait === undefined) return result;
-    await runtime.sleep(wait, request.signal);
-    if (request.signal.aborted) return result;
-    progress.retries++;
-    runtime.metrics.retries.inc({ target: label });
-  }
-}
-
-function failedForBreaker(result: AttemptResult, status: number, breaker: NonNullable<PlanNode['settings']['cb_config']>): boolean {
-  return countsAsBreakerFailure(status, breaker, result.kind === 'error' && result.networkOrTimeout);
-}
-
-/** The wait before the next retry, or undefined when it would overrun the request's budget. */
-function retryWait(result: AttemptResult, useRetryAfter: boolean, retry: number, request: WalkRequest): number | undefined {
-  const { runtime } = request;
-  const asked = useRetryAfter && result.kind === 'response' ? retryAfterMs(result.response.headers, runtime.now()) : undefined;
-  const wait = asked ?? backoffDelayMs(retry, runtime.retryBaseDelayMs, runtime.random);
-  if (wait > MAX_RETRY_WAIT_MS || runtime.now() + wait >= request.deadline) return undefined;
-  return wait;
-}
-
-function attemptTimeout(configured: number | undefined, request: WalkRequest): number | undefined {
-  const perAttempt = request.requestTimeoutMs ?? configured;
-  if (!Number.isFinite(request.deadline)) return perAttempt;
-  const remaining = request.deadline - request.runtime.now();
-  return perAttempt === undefined ? remaining : Math.min(perAttempt, remaining);
+    return result;
+  };
+  const attempt = composeAttempt(
+    send,
+    settings.retry === undefined
+      ? undefined
+      : retryInterceptor({
+          settings: settings.retry,
+          signal: request.signal,
+          deadline: request.deadline,
+          now: runtime.now,
+          random: runtime.random,
+          baseDelayMs: runtime.retryBaseDelayMs,
+          sleep: runtime.sleep,
+          discard,
+          onRetry() {
+            progress.retries++;
+            runtime.metrics.retries.inc({ target: label });
+          },
+        }),
+    breaker === undefined
+      ? undefined
+      : breakerInterceptor({ breakers: runtime.breakers, id: breakerId(node, target, request), label, settings: breaker, signal: request.signal }),
+    timeoutInterceptor({ perAttemptMs: request.requestTimeoutMs ?? settings.request_timeout, deadline: request.deadline, now: runtime.now }),
+  );
+  const outcome = await attempt(FIRST_ATTEMPT);
+  if (outcome.kind !== 'skipped') return outcome;
+  return outcome.reason === 'circuit-open' ? { kind: 'unavailable', labels: [label], reason: 'circuit open' } : timedOut(target, request);
 }
 
 function timedOut(target: ResolvedTarget, request: WalkRequest): AttemptResult {

@@ -121,6 +121,21 @@ describe('aigateway on a real Kubernetes cluster', { skip, timeout: 900_000 }, (
     return performance.now() - started;
   };
 
+  /** RSS of every proxy and operator pod, from their own /metrics (for the chart's resource requests). */
+  const residentMemory = async (): Promise<Record<string, number>> => {
+    const out = await kubectl('get', 'pods', '-l', `app.kubernetes.io/instance=${RELEASE}`, '-o', 'jsonpath={range .items[*]}{.metadata.labels.app\\.kubernetes\\.io/component} {.status.podIP}{"\\n"}{end}');
+    const memory: Record<string, number> = {};
+    let index = 0;
+    for (const line of out.stdout.split('\n').filter((entry) => entry !== '')) {
+      const [component, ip] = line.split(' ');
+      const port = component === 'proxy' ? 8787 : 9090;
+      const text = await (await request(`http://${ip}:${port}/metrics`, { dispatcher: direct })).body.text();
+      const match = /^aigateway_(?:operator_)?process_resident_memory_bytes (\d+)/m.exec(text);
+      memory[`${component}-${index++}`] = Math.round(Number(match?.[1] ?? 0) / 1024 / 1024);
+    }
+    return memory;
+  };
+
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'aigw-cluster-'));
     const existing = await env.kubectl(['get', 'namespace', NS], { allowFailure: true });
@@ -155,7 +170,8 @@ describe('aigateway on a real Kubernetes cluster', { skip, timeout: 900_000 }, (
     const inspect = (await env.podman(['image', 'inspect', `${REPOSITORY}:${TAG_1}`, '--format', '{{.Size}} {{.Config.User}}'])).stdout.trim().split(' ');
     const sizeMb = Number(inspect[0]) / 1e6;
     assert.equal(inspect[1], '1000:1000', 'the image runs as uid/gid 1000');
-    // In the image, read-only root, no network: start `serve` and time it to its first /ready 200.
+    // In a pod of the image as the chart runs it (uid 1000, read-only root filesystem, /tmp an
+    // emptyDir): start `serve` three times and time each to its first /ready 200.
     const probe = `
       const fs = require('node:fs'); const { spawn } = require('node:child_process');
       const out = { uid: process.getuid() };
@@ -173,7 +189,28 @@ describe('aigateway on a real Kubernetes cluster', { skip, timeout: 900_000 }, (
       });
       (async () => { for (let i = 0; i < 3; i++) await once(i); out.startupMs = runs; console.log(JSON.stringify(out)); process.exit(0); })();
     `;
-    const ran = await env.podman(['run', '--rm', '--read-only', '--tmpfs', '/tmp', '--network', 'none', '--entrypoint', 'node', `${REPOSITORY}:${TAG_1}`, '-e', probe], { timeoutMs: 120_000 });
+    await apply(JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'image-probe' },
+      spec: {
+        restartPolicy: 'Never',
+        automountServiceAccountToken: false,
+        securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 },
+        containers: [{
+          name: 'probe',
+          image: `${REPOSITORY}:${TAG_1}`,
+          imagePullPolicy: 'Never',
+          command: ['node', '-e', probe],
+          securityContext: { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+        }],
+        volumes: [{ name: 'tmp', emptyDir: {} }],
+      },
+    }));
+    await eventually(async () => (/Succeeded|Failed/.test((await kubectl('get', 'pod', 'image-probe', '-o', 'jsonpath={.status.phase}')).stdout) ? true : undefined), 120_000, 'the image probe pod', 500);
+    const ran = await kubectl('logs', 'image-probe');
+    await kubectl('delete', 'pod', 'image-probe', '--wait=false');
     const measured = JSON.parse(ran.stdout.trim().split('\n').at(-1) ?? '{}') as { uid: number; rootWritable: unknown; devDependencies: string[]; startupMs: number[] };
     results['image'] = { sizeMb: Math.round(sizeMb), buildSeconds: Math.round(buildSeconds), retagSeconds: Math.round(retagSeconds), ...measured };
     log(`image ${REPOSITORY}:${TAG_1}: ${sizeMb.toFixed(0)} MB, user ${inspect[1]}, build+load ${buildSeconds.toFixed(0)} s; start to first /ready 200: ${measured.startupMs.join(', ')} ms`);
@@ -241,6 +278,10 @@ spec: { provider: "@mock", override_params: { model: g0 } }
     const proxyPod = (await kubectl('get', 'pods', '-l', 'app.kubernetes.io/component=proxy', '-o', 'jsonpath={.items[0].metadata.name}')).stdout;
     const inPod = (await kubectl('exec', proxyPod, '--', 'node', '-e', "try { require('fs').writeFileSync('/app/x', 'x'); console.log(process.getuid(), 'writable') } catch (e) { console.log(process.getuid(), e.code) }")).stdout.trim();
     assert.equal(inPod, '1000 EROFS');
+    // CRDs people can read: kubectl explain shows the descriptions the zod schemas carry.
+    const explained = (await env.kubectl(['explain', 'gatewayconfig.spec.strategy'])).stdout;
+    assert.match(explained, /How the targets are used/);
+    assert.match(explained, /mode\s+<string> -required-\s+single, loadbalance/);
     results['install'] = { helmInstallToReadySeconds: Number(installSeconds.toFixed(1)) };
     log(`helm install → 2 operator + 2 proxy pods Ready in ${installSeconds.toFixed(1)} s; chat through ${serviceOrigin} → 200`);
     traffic = startSteadyTraffic({ origin: serviceOrigin, headers: { 'x-gateway-api-key': gatewayKey, 'x-gateway-config': 'steady' }, expect: 'model=steady' });
@@ -277,6 +318,8 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
     results['propagation'] = { ...summary, traffic: report };
     for (const [kind, stats] of Object.entries(summary)) log(`propagation ${kind}: n=${stats.n} p50=${stats.p50} ms p95=${stats.p95} ms max=${stats.max} ms (kubectl apply → every ready replica serving it)`);
     log(`steady traffic during the changes: ${trafficLine(report)}`);
+    results['memory'] = await residentMemory();
+    log(`resident memory (MiB) after the changes, under traffic: ${JSON.stringify(results['memory'])}`);
     assert.ok(all.length >= 20);
     assert.ok(percentile(all, 95) <= 2000, `p95 ${percentile(all, 95)} ms`);
     assert.equal(report.failed, 0, report.samples.join('\n'));

@@ -18,7 +18,8 @@ import { isLogStoreKind, startRequestLogging, type RequestLogging } from '../pro
 import { createGatewayMetrics, type GatewayMetrics } from '../proxy/observability/gateway-metrics.ts';
 import { FilePolicyStore } from '../proxy/ratelimit/policy-store.ts';
 import { createGatewayLogger } from '../proxy/observability/request-log.ts';
-import { StateLoadError, startGateway } from '../proxy/standalone-gateway.ts';
+import { startGateway } from '../proxy/standalone-gateway.ts';
+import { StateLoadError } from '../proxy/errors.ts';
 
 const USAGE = `Usage: aigateway <command> [options]
 

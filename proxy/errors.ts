@@ -101,3 +101,106 @@ export function toErrorBody(error: GatewayError): OpenAIErrorBody {
 export function isGatewayError(value: unknown): value is GatewayError {
   return value instanceof GatewayError;
 }
+
+// Internal errors: thrown inside the gateway and turned into a GatewayError (or a check's
+// result) where they are caught; never sent as they are.
+
+/** Why a user pattern was refused; `path` names where it was written. */
+export class UserRegexError extends Error {
+  readonly path: ReadonlyArray<string | number>;
+  readonly reason: string;
+  constructor(path: ReadonlyArray<string | number>, reason: string) {
+    super(`${path.join('.')} ${reason}`);
+    this.name = 'UserRegexError';
+    this.path = path;
+    this.reason = reason;
+  }
+}
+
+/** Thrown (and reported as the check's error) when a text is longer than the cap. */
+export class RegexTextTooLongError extends Error {
+  constructor(length: number, limit: number) {
+    super(`text is ${length} characters long, over the ${limit} a regex runs on; not checked`);
+    this.name = 'RegexTextTooLongError';
+  }
+}
+
+export class EgressDeniedError extends Error {
+  readonly code = 'AIGW_ERR_EGRESS_DENIED';
+}
+
+/**
+ * A counter store could not answer (unreachable, slow, closed). The caller decides whether
+ * to fail open or closed; `cause` holds the backend's own error.
+ */
+export class CounterStoreUnavailableError extends Error {
+  readonly code = 'AIGW_ERR_STORE_UNAVAILABLE' satisfies ErrorCode;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'CounterStoreUnavailableError';
+  }
+}
+
+export class EventStreamFramingError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EventStreamFramingError';
+  }
+}
+
+export class QueryCompileError extends Error {}
+
+export class PlanCompileError extends Error {
+  readonly issues: string[];
+  constructor(issues: string[]) {
+    super(issues.join('; '));
+    this.issues = issues;
+  }
+}
+
+/**
+ * A cache store (response store or semantic index) could not answer: unreachable, slow or
+ * closed. Callers treat it as a MISS (and log and count it); `cause` holds the backend's error.
+ */
+export class CacheStoreUnavailableError extends Error {
+  readonly code = 'AIGW_ERR_STORE_UNAVAILABLE' satisfies ErrorCode;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'CacheStoreUnavailableError';
+  }
+}
+
+export class MultipartError extends Error {}
+
+/** A parameter problem found while compiling a check; `path` is relative to the parameters object. */
+export class CheckParameterError extends Error {
+  readonly path: ReadonlyArray<string | number>;
+
+  constructor(path: ReadonlyArray<string | number>, message: string) {
+    super(message);
+    this.name = 'CheckParameterError';
+    this.path = path;
+  }
+}
+
+/** Thrown by compileGuardrails: every problem of the config at once, as a 400 (AIGW_ERR_INVALID_CONFIG). */
+export class GuardrailConfigError extends GatewayError {
+  readonly issues: readonly string[];
+
+  constructor(issues: readonly string[]) {
+    super('AIGW_ERR_INVALID_CONFIG', `invalid guardrails: ${issues.join('; ')}`);
+    this.name = 'GuardrailConfigError';
+    this.issues = issues;
+  }
+}
+
+export class StateLoadError extends Error {
+  readonly issues: string[];
+  constructor(issues: string[]) {
+    super(`invalid gateway state:\n  ${issues.join('\n  ')}`);
+    this.name = 'StateLoadError';
+    this.issues = issues;
+  }
+}

@@ -22,6 +22,7 @@ import { RateLimiter, type FailMode } from './ratelimit/rate-limiter.ts';
 import { CircuitBreakers, CIRCUIT_STATE_VALUE } from './resilience/circuit-breakers.ts';
 import type { RoutingRuntime } from './routing/execute-plan.ts';
 import { createUpstreamAgent } from './upstream/upstream-agent.ts';
+import { StateLoadError } from './errors.ts';
 
 // Wires a gateway from a state file: load → serve → watch and hot-swap. The CLI's
 // `serve` and the integration tests both start gateways through here.
@@ -142,14 +143,6 @@ export interface InjectResponse {
   body: string;
 }
 
-export class StateLoadError extends Error {
-  readonly issues: string[];
-  constructor(issues: string[]) {
-    super(`invalid gateway state:\n  ${issues.join('\n  ')}`);
-    this.name = 'StateLoadError';
-    this.issues = issues;
-  }
-}
 
 export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
   const { logger } = options;

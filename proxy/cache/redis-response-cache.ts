@@ -22,16 +22,8 @@
 
 import { decodeAnswer, encodeAnswer, DEFAULT_COMPRESS_ABOVE_BYTES } from './answer-codec.ts';
 import { FailFastRedis } from '../redis/fail-fast-redis.ts';
-import {
-  DEFAULT_MAX_ENTRY_BYTES,
-  answerBytes,
-  assertValidTtl,
-  CacheStoreUnavailableError,
-  positiveInteger,
-  type CachedAnswer,
-  type ResponseCacheStats,
-  type ResponseCacheStore,
-} from './response-cache-store.ts';
+import { DEFAULT_MAX_ENTRY_BYTES, answerBytes, assertValidTtl, positiveInteger, type CachedAnswer, type ResponseCacheStats, type ResponseCacheStore } from './response-cache-store.ts';
+import { CacheStoreUnavailableError } from '../errors.ts';
 
 export interface RedisResponseCacheOptions {
   /** redis:// or rediss:// URL. */

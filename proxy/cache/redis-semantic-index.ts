@@ -23,10 +23,11 @@
 // (default 100 ms) with CacheStoreUnavailableError; the caller treats it as a MISS.
 
 import { endianness } from 'node:os';
-import { assertValidTtl, CacheStoreUnavailableError, positiveInteger } from './response-cache-store.ts';
+import { assertValidTtl, positiveInteger } from './response-cache-store.ts';
 import { FailFastRedis } from '../redis/fail-fast-redis.ts';
 import { VectorTable } from './memory-semantic-index.ts';
 import { unitVector, type SemanticIndex, type SemanticIndexStats, type SemanticMatch } from './semantic-cache.ts';
+import { CacheStoreUnavailableError } from '../errors.ts';
 
 export interface RedisSemanticIndexOptions {
   url: string;

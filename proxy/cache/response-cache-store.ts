@@ -43,21 +43,7 @@ export interface ResponseCacheStore {
   close(): Promise<void>;
 }
 
-/** The stable code a store rejects with when its backend cannot answer in time. */
-export const CACHE_STORE_UNAVAILABLE = 'AIGW_ERR_STORE_UNAVAILABLE';
 
-/**
- * A cache store (response store or semantic index) could not answer: unreachable, slow or
- * closed. Callers treat it as a MISS (and log and count it); `cause` holds the backend's error.
- */
-export class CacheStoreUnavailableError extends Error {
-  readonly code = CACHE_STORE_UNAVAILABLE;
-
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'CacheStoreUnavailableError';
-  }
-}
 
 /** Throws a RangeError unless `ttlMs` is a positive, finite number of milliseconds. */
 export function assertValidTtl(ttlMs: number): void {

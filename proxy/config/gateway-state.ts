@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
-import { compileRoutingPlan, PlanCompileError, type PlanNode } from '../routing/routing-plan.ts';
+import { compileRoutingPlan, type PlanNode } from '../routing/routing-plan.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
 import { parseRoutingConfig, formatConfigIssues } from './routing-config-validation.ts';
 import { compileGuardrails } from '../guardrails/compile-guardrails.ts';
-import { GuardrailConfigError } from '../guardrails/guardrail-config-error.ts';
 import type { GuardrailEntry } from '../guardrails/guardrail-schema.ts';
 import type { PromptEntry } from '../prompts/prompt-schema.ts';
 import { compileEgressPolicy, type EgressPolicy } from '../upstream/egress-policy.ts';
 import type { CredentialsDocument, GatewayStateDocument, ProviderEntry } from './state-schema.ts';
+import { PlanCompileError, GuardrailConfigError } from '../errors.ts';
 
 // The immutable runtime snapshot built from one state document. Requests capture the
 // current snapshot on entry and use it to the end, so a reload never changes a request

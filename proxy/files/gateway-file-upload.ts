@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
-import { GatewayError } from '../errors.ts';
+import { GatewayError, MultipartError } from '../errors.ts';
 import { FILE_CHUNK_BYTES, newGatewayFileId, type FileRecord, type FileStore } from './file-store.ts';
-import { MultipartError, MultipartParser, multipartBoundary } from './multipart-parser.ts';
+import { MultipartParser, multipartBoundary } from './multipart-parser.ts';
 
 // POST /v1/files kept by the gateway: the multipart body is parsed as it streams in and the
 // `file` part written to the store chunk by chunk; `purpose` must be "batch" (gateway files

@@ -1,3 +1,4 @@
+import { MultipartError } from '../errors.ts';
 // A push parser for multipart/form-data (RFC 7578), so an upload is handled as it arrives:
 // feed it the body's chunks, get back part headers and body pieces. It keeps at most one
 // delimiter's worth of bytes between calls (plus a part's header block, bounded).
@@ -11,7 +12,7 @@ const MAX_HEADER_BLOCK = 16 * 1024;
 const CRLF = Buffer.from('\r\n');
 const HEADER_END = Buffer.from('\r\n\r\n');
 
-export class MultipartError extends Error {}
+
 
 /** The boundary of a multipart/form-data content type, or undefined. */
 export function multipartBoundary(contentType: string | undefined): string | undefined {

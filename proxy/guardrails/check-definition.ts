@@ -5,6 +5,7 @@
 import type { z } from 'zod';
 import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
 import { describeZodIssue } from './guardrail-config-error.ts';
+import { CheckParameterError } from '../errors.ts';
 
 /** Before the upstream call (request hooks, input guardrails) or after it (response hooks, output guardrails). */
 export type HookPhase = 'before' | 'after';
@@ -60,16 +61,6 @@ export interface CheckDefinition<Parameters = unknown> {
   prepare(parameters: Parameters): PreparedCheck;
 }
 
-/** A parameter problem found while compiling a check; `path` is relative to the parameters object. */
-export class CheckParameterError extends Error {
-  readonly path: ReadonlyArray<string | number>;
-
-  constructor(path: ReadonlyArray<string | number>, message: string) {
-    super(message);
-    this.name = 'CheckParameterError';
-    this.path = path;
-  }
-}
 
 /** A parameter problem, with its path inside the parameters object. */
 export interface CheckIssue {

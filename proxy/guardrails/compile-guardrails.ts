@@ -12,7 +12,8 @@ import type { HookPhase, RegisteredCheck } from './check-definition.ts';
 import type { GuardrailEntry } from './guardrail-schema.ts';
 import { BUILTIN_CHECKS } from './builtin-checks.ts';
 import { compileCheck, compileCheckAt, type CompiledCheck } from './compile-check.ts';
-import { formatIssue, formatIssuePath, GuardrailConfigError, type GuardrailIssue, type IssuePath } from './guardrail-config-error.ts';
+import { formatIssue, formatIssuePath, type GuardrailIssue, type IssuePath } from './guardrail-config-error.ts';
+import { GuardrailConfigError } from '../errors.ts';
 
 export type { CompiledCheck } from './compile-check.ts';
 

@@ -13,16 +13,6 @@ export interface GuardrailIssue {
   readonly message: string;
 }
 
-/** Thrown by compileGuardrails: every problem of the config at once, as a 400 (AIGW_ERR_INVALID_CONFIG). */
-export class GuardrailConfigError extends GatewayError {
-  readonly issues: readonly string[];
-
-  constructor(issues: readonly string[]) {
-    super('AIGW_ERR_INVALID_CONFIG', `invalid guardrails: ${issues.join('; ')}`);
-    this.name = 'GuardrailConfigError';
-    this.issues = issues;
-  }
-}
 
 /** `['input_guardrails', 0, 'default.regexMatch', 'rule']` → `input_guardrails[0]["default.regexMatch"].rule`. */
 export function formatIssuePath(path: IssuePath): string {

@@ -8,7 +8,8 @@ import type { CheckInput } from './check-definition.ts';
 import { defineCheck } from './check-definition.ts';
 import { mapRequestText, mapResponseText, type TextRewrite } from './guardrail-text.ts';
 import { findPii, PII_CATEGORIES, redactSpans, type PiiCategory } from './pii-detectors.ts';
-import { compileUserRegex, MAX_REGEX_TEXT_LENGTH, RegexFlagsSchema, RegexTextTooLongError } from './user-regex.ts';
+import { compileUserRegex, MAX_REGEX_TEXT_LENGTH, RegexFlagsSchema } from './user-regex.ts';
+import { RegexTextTooLongError } from '../errors.ts';
 
 /** The longest text the PII detector scans (its patterns are ours and linear; this bounds the cost). */
 export const MAX_PII_TEXT_LENGTH = 1_048_576;
@@ -33,7 +34,7 @@ export const regexReplaceCheck = defineCheck({
     const regex = compileUserRegex(rule, flags ?? '', ['rule']);
     return (input) => {
       // Each text is under the cap on its own; the cap bounds their sum.
-      if (input.text.length > MAX_REGEX_TEXT_LENGTH) throw new RegexTextTooLongError(input.text.length);
+      if (input.text.length > MAX_REGEX_TEXT_LENGTH) throw new RegexTextTooLongError(input.text.length, MAX_REGEX_TEXT_LENGTH);
       let replaced = 0;
       const body = rewriteBody(input, (text) => {
         if (!regex.test(text)) return text;

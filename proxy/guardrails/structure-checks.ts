@@ -5,11 +5,12 @@ import { isIP } from 'node:net';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { z } from 'zod';
-import { CheckParameterError, defineCheck, neverTransforms } from './check-definition.ts';
+import { defineCheck, neverTransforms } from './check-definition.ts';
 import { CODE_FORMATS, detectCodeFormats, resolveCodeFormat } from './code-detection.ts';
 import { findJsonObjects, findJsonValues } from './json-in-text.ts';
 import { ListOperatorSchema, listVerdict } from './text-checks.ts';
 import { userRegexForJsonSchema } from './user-regex.ts';
+import { CheckParameterError } from '../errors.ts';
 
 // ajv-formats is CommonJS with `module.exports = plugin` and a `default` alias; under
 // nodenext the default import is typed as the module object, so take `.default` when typed so.

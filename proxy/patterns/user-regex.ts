@@ -13,6 +13,7 @@
 import { RE2JS } from 're2js';
 import safeRegex from 'safe-regex2';
 import { z } from 'zod';
+import { UserRegexError, RegexTextTooLongError } from '../errors.ts';
 
 /** The longest text (UTF-16 units) a user regex runs on: ~5 ms of re2js at worst on one core. */
 export const MAX_REGEX_TEXT_LENGTH = 262_144;
@@ -25,17 +26,6 @@ export const RegexFlagsSchema = z
 /** The longest pattern source accepted. */
 export const MAX_REGEX_SOURCE_LENGTH = 1024;
 
-/** Why a user pattern was refused; `path` names where it was written. */
-export class UserRegexError extends Error {
-  readonly path: ReadonlyArray<string | number>;
-  readonly reason: string;
-  constructor(path: ReadonlyArray<string | number>, reason: string) {
-    super(`${path.join('.')} ${reason}`);
-    this.name = 'UserRegexError';
-    this.path = path;
-    this.reason = reason;
-  }
-}
 
 /** A user regex compiled for the linear-time engine. */
 export interface UserRegex {
@@ -50,16 +40,9 @@ export interface UserRegex {
   replaceAll(text: string, replacement: string): string;
 }
 
-/** Thrown (and reported as the check's error) when a text is longer than the cap. */
-export class RegexTextTooLongError extends Error {
-  constructor(length: number) {
-    super(`text is ${length} characters long, over the ${MAX_REGEX_TEXT_LENGTH} a regex runs on; not checked`);
-    this.name = 'RegexTextTooLongError';
-  }
-}
 
 function assertWithinCap(text: string): void {
-  if (text.length > MAX_REGEX_TEXT_LENGTH) throw new RegexTextTooLongError(text.length);
+  if (text.length > MAX_REGEX_TEXT_LENGTH) throw new RegexTextTooLongError(text.length, MAX_REGEX_TEXT_LENGTH);
 }
 
 function re2Flags(flags: string): number {

@@ -1,6 +1,7 @@
 import { crc32 } from 'node:zlib';
 import { EventStreamCodec, type Message } from '@smithy/core/event-streams';
 import { MAX_SSE_EVENT_BYTES } from './sse-parser.ts';
+import { EventStreamFramingError } from '../errors.ts';
 
 // Incremental decoder for the AWS event-stream binary framing (application/vnd.amazon.eventstream):
 //
@@ -27,12 +28,6 @@ export interface EventStreamMessage {
   readonly payload: Buffer;
 }
 
-export class EventStreamFramingError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'EventStreamFramingError';
-  }
-}
 
 const textDecoder = new TextDecoder();
 const textEncoder = new TextEncoder();

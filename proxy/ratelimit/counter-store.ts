@@ -45,21 +45,7 @@ export interface RateLimitCounterStore {
   close(): Promise<void>;
 }
 
-/** The stable code a store rejects with when its backend cannot answer in time. */
-export const STORE_UNAVAILABLE = 'AIGW_ERR_STORE_UNAVAILABLE';
 
-/**
- * A counter store could not answer (unreachable, slow, closed). The caller decides whether
- * to fail open or closed; `cause` holds the backend's own error.
- */
-export class CounterStoreUnavailableError extends Error {
-  readonly code = STORE_UNAVAILABLE;
-
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'CounterStoreUnavailableError';
-  }
-}
 
 /** The two fixed windows of one counter, rolled forward to `now`. */
 export interface WindowCounts {

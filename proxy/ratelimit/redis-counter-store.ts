@@ -21,15 +21,8 @@
 // with backoff in the background.
 
 import { FailFastRedis, redactRedisUrl } from '../redis/fail-fast-redis.ts';
-import {
-  CounterStoreUnavailableError,
-  assertValidSpec,
-  decideFromCounts,
-  type CounterDecision,
-  type RateLimitCounterStore,
-  type WindowCounts,
-  type WindowSpec,
-} from './counter-store.ts';
+import { assertValidSpec, decideFromCounts, type CounterDecision, type RateLimitCounterStore, type WindowCounts, type WindowSpec } from './counter-store.ts';
+import { CounterStoreUnavailableError } from '../errors.ts';
 
 export interface RedisCounterStoreOptions {
   /** redis:// or rediss:// URL; its password is never logged or put in errors. */

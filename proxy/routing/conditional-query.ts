@@ -4,7 +4,8 @@
 // Operators: $eq $ne $gt $gte $lt $lte $in $nin $regex $exists $and $or; several keys in
 // one object mean AND; a plain value means $eq.
 
-import { compileUserRegex, MAX_REGEX_TEXT_LENGTH, UserRegexError, type UserRegex } from '../patterns/user-regex.ts';
+import { compileUserRegex, MAX_REGEX_TEXT_LENGTH, type UserRegex } from '../patterns/user-regex.ts';
+import { UserRegexError, QueryCompileError } from '../errors.ts';
 
 export interface QueryInput {
   readonly metadata: Readonly<Record<string, unknown>> | undefined;
@@ -16,7 +17,7 @@ export type QueryPredicate = (input: QueryInput) => boolean;
 
 const FIELD_OPERATORS = new Set(['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$regex', '$exists']);
 
-export class QueryCompileError extends Error {}
+
 
 /** Compiles a query object; throws QueryCompileError naming the offending key. */
 export function compileQuery(query: unknown, where = 'query'): QueryPredicate {

@@ -1,5 +1,6 @@
 import type { RoutingConfig, StrategyMode } from '../config/routing-config-schema.ts';
-import { compileQuery, QueryCompileError, type QueryPredicate } from './conditional-query.ts';
+import { compileQuery, type QueryPredicate } from './conditional-query.ts';
+import { QueryCompileError, PlanCompileError } from '../errors.ts';
 
 // A validated config tree compiled once into a plan: each node carries its effective
 // settings (inheritance applied, DESIGN.md §2) and its compiled conditions, so the
@@ -32,13 +33,6 @@ export interface PlanNode {
   readonly defaultChild: PlanNode | undefined;
 }
 
-export class PlanCompileError extends Error {
-  readonly issues: string[];
-  constructor(issues: string[]) {
-    super(issues.join('; '));
-    this.issues = issues;
-  }
-}
 
 // Settings a child inherits unless it sets its own (override_params merges instead).
 const INHERITED_KEYS = [

@@ -2,9 +2,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
 import { formatConfigIssues, parseRoutingConfig } from '../config/routing-config-validation.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError, PlanCompileError } from '../errors.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
-import { compileRoutingPlan, PlanCompileError, type PlanNode } from './routing-plan.ts';
+import { compileRoutingPlan, type PlanNode } from './routing-plan.ts';
 
 // Which plan serves a request — the spec's four ways of naming a provider:
 //   3. x-gateway-config (inline JSON or a saved config id) — wins over the others;

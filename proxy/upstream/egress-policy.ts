@@ -1,5 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
+import { EgressDeniedError } from '../errors.ts';
 
 // Where upstream connections may go (the SSRF guard). Public addresses are allowed;
 // loopback, private, link-local, carrier-grade NAT, unspecified, multicast and
@@ -83,9 +84,6 @@ export function compileEgressPolicy(allow: readonly string[]): EgressPolicy {
   };
 }
 
-export class EgressDeniedError extends Error {
-  readonly code = 'AIGW_ERR_EGRESS_DENIED';
-}
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 

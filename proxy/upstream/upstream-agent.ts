@@ -1,6 +1,7 @@
 import { isIP, type Socket } from 'node:net';
 import { Agent, buildConnector } from 'undici';
-import { EgressDeniedError, guardedLookup, type EgressPolicy } from './egress-policy.ts';
+import { guardedLookup, type EgressPolicy } from './egress-policy.ts';
+import { EgressDeniedError } from '../errors.ts';
 
 // One undici Agent for the process: it keeps a keep-alive pool per upstream origin, and it
 // lives outside the config snapshot so a reload never drops warm connections. Every new

@@ -2,7 +2,8 @@
 // encoder, split at every byte position: parts, names, filenames and exact bytes survive.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MultipartError, MultipartParser, multipartBoundary, type MultipartEvent } from '../../proxy/files/multipart-parser.ts';
+import { MultipartParser, multipartBoundary, type MultipartEvent } from '../../proxy/files/multipart-parser.ts';
+import { MultipartError } from '../../proxy/errors.ts';
 
 async function encode(form: FormData): Promise<{ body: Buffer; contentType: string }> {
   const request = new Request('http://x/', { method: 'POST', body: form });

@@ -2,7 +2,6 @@
 // share entries across replicas, compress large values, and fail fast.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { CACHE_STORE_UNAVAILABLE } from '../../../proxy/cache/response-cache-store.ts';
 import { RedisResponseCache, type RedisResponseCacheOptions } from '../../../proxy/cache/redis-response-cache.ts';
 import { PREFIX, REDIS_URL, admin, reachable, silentServer, skip, timedRejection } from './redis-test-kit.ts';
 import { answerOfSize, responseCacheStoreSuite } from './response-cache-store-suite.ts';
@@ -76,7 +75,7 @@ describe('redis response cache across replicas and failures', { skip }, () => {
     const s = store({ url: 'redis://:s3cret-pass@127.0.0.1:1', commandTimeoutMs: 50 });
     for (const call of [() => s.get('k'), () => s.set('k', { body: 'x', createdAt: 0 }, HOUR), () => s.delete('k'), () => s.get('k')]) {
       const { error, ms } = await timedRejection(call);
-      assert.equal(error.code, CACHE_STORE_UNAVAILABLE);
+      assert.equal(error.code, 'AIGW_ERR_STORE_UNAVAILABLE');
       assert.ok(ms < 200, `took ${ms} ms`);
       assert.doesNotMatch(error.message, /s3cret/);
     }
@@ -89,7 +88,7 @@ describe('redis response cache across replicas and failures', { skip }, () => {
     const s = store({ url: silent.url, commandTimeoutMs: 50 });
     const calls = await Promise.all(Array.from({ length: 20 }, (_, i) => timedRejection(() => (i % 2 ? s.get('k') : s.set('k', { body: 'x', createdAt: 0 }, HOUR)))));
     for (const { error, ms } of calls) {
-      assert.equal(error.code, CACHE_STORE_UNAVAILABLE);
+      assert.equal(error.code, 'AIGW_ERR_STORE_UNAVAILABLE');
       assert.ok(ms < 200, `took ${ms} ms`);
     }
   });
@@ -98,7 +97,7 @@ describe('redis response cache across replicas and failures', { skip }, () => {
     const s = store();
     await s.close();
     const { error } = await timedRejection(() => s.get('k'));
-    assert.equal(error.code, CACHE_STORE_UNAVAILABLE);
+    assert.equal(error.code, 'AIGW_ERR_STORE_UNAVAILABLE');
   });
 });
 

@@ -2,7 +2,6 @@
 // do: one replica's entries found by another, Redis-side bounds, and failing fast.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { CACHE_STORE_UNAVAILABLE } from '../../../proxy/cache/response-cache-store.ts';
 import { RedisSemanticIndex, type RedisSemanticIndexOptions } from '../../../proxy/cache/redis-semantic-index.ts';
 import { LexicalEmbedder } from '../../../proxy/cache/semantic-cache.ts';
 import { PREFIX, REDIS_URL, admin, reachable, silentServer, skip, timedRejection } from './redis-test-kit.ts';
@@ -90,7 +89,7 @@ describe('redis semantic index across replicas and failures', { skip }, () => {
     const i = index({ url: 'redis://:s3cret-pass@127.0.0.1:1', commandTimeoutMs: 50 });
     for (const call of [() => i.search('p', axis(0), 0.9), () => i.add('p', axis(0), 'k', HOUR), () => i.search('p', axis(0), 0.9)]) {
       const { error, ms } = await timedRejection(call);
-      assert.equal(error.code, CACHE_STORE_UNAVAILABLE);
+      assert.equal(error.code, 'AIGW_ERR_STORE_UNAVAILABLE');
       assert.ok(ms < 200, `took ${ms} ms`);
       assert.doesNotMatch(error.message, /s3cret/);
     }
@@ -102,7 +101,7 @@ describe('redis semantic index across replicas and failures', { skip }, () => {
     const i = index({ url: silent.url, commandTimeoutMs: 50 });
     const calls = await Promise.all(Array.from({ length: 10 }, () => timedRejection(() => i.search('p', axis(0), 0.9))));
     for (const { error, ms } of calls) {
-      assert.equal(error.code, CACHE_STORE_UNAVAILABLE);
+      assert.equal(error.code, 'AIGW_ERR_STORE_UNAVAILABLE');
       assert.ok(ms < 200, `took ${ms} ms`);
     }
   });

@@ -1,13 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import {
-  CACHE_STORE_UNAVAILABLE,
-  CacheStoreUnavailableError,
-  DEFAULT_MAX_AGE_SECONDS,
-  answerBytes,
-  ttlMsFromMaxAge,
-} from '../../../proxy/cache/response-cache-store.ts';
-import { ERROR_CODES } from '../../../proxy/errors.ts';
+import { DEFAULT_MAX_AGE_SECONDS, answerBytes, ttlMsFromMaxAge } from '../../../proxy/cache/response-cache-store.ts';
+import { ERROR_CODES, CacheStoreUnavailableError } from '../../../proxy/errors.ts';
 
 describe('response cache store contract', () => {
   test('max_age: absent is 7 days, 0 stores nothing, negative is invalid', () => {
@@ -20,8 +14,8 @@ describe('response cache store contract', () => {
 
   test('the unavailable error carries the stable code the gateway knows', () => {
     const error = new CacheStoreUnavailableError('down', { cause: new Error('ECONNREFUSED') });
-    assert.equal(error.code, CACHE_STORE_UNAVAILABLE);
-    assert.ok(CACHE_STORE_UNAVAILABLE in ERROR_CODES);
+    assert.equal(error.code, 'AIGW_ERR_STORE_UNAVAILABLE');
+    assert.ok('AIGW_ERR_STORE_UNAVAILABLE' in ERROR_CODES);
     assert.ok(error.cause instanceof Error);
   });
 

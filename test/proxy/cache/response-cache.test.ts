@@ -3,8 +3,9 @@ import { describe, test } from 'node:test';
 import { MemoryResponseCache } from '../../../proxy/cache/memory-response-cache.ts';
 import { MemorySemanticIndex } from '../../../proxy/cache/memory-semantic-index.ts';
 import { ResponseCache, type CacheOperation, type CacheRequest } from '../../../proxy/cache/response-cache.ts';
-import { CacheStoreUnavailableError, type ResponseCacheStore } from '../../../proxy/cache/response-cache-store.ts';
+import { type ResponseCacheStore } from '../../../proxy/cache/response-cache-store.ts';
 import { LexicalEmbedder } from '../../../proxy/cache/semantic-cache.ts';
+import { CacheStoreUnavailableError } from '../../../proxy/errors.ts';
 
 const chat = (question: string, extra: Partial<CacheRequest> = {}): CacheRequest => ({
   mode: 'simple',

@@ -6,8 +6,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { InferenceEndpoint } from '../../../proxy/endpoints/body-validation.ts';
 import { compileGuardrails } from '../../../proxy/guardrails/compile-guardrails.ts';
-import { GuardrailConfigError } from '../../../proxy/guardrails/guardrail-config-error.ts';
 import { runBeforeHooks, type HookCheckResult, type RunOptions } from '../../../proxy/guardrails/run-hooks.ts';
+import { GuardrailConfigError } from '../../../proxy/errors.ts';
 
 /** What one case sends: a text (a user message), or more of the request. */
 export interface CaseInput {

@@ -1,9 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseRoutingConfig } from '../../../proxy/config/routing-config-validation.ts';
-import { GatewayError } from '../../../proxy/errors.ts';
+import { GatewayError, GuardrailConfigError } from '../../../proxy/errors.ts';
 import { compileGuardrails, EMPTY_GUARDRAILS, type GuardrailFields } from '../../../proxy/guardrails/compile-guardrails.ts';
-import { GuardrailConfigError } from '../../../proxy/guardrails/guardrail-config-error.ts';
 import { GuardrailEntrySchema, type GuardrailEntry } from '../../../proxy/guardrails/guardrail-schema.ts';
 
 function issuesOf(settings: GuardrailFields, saved: ReadonlyMap<string, GuardrailEntry> = new Map(), path?: Array<string | number>): readonly string[] {

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { CheckParameterError } from '../../../proxy/guardrails/check-definition.ts';
-import { compileUserRegex, MAX_REGEX_TEXT_LENGTH, RegexTextTooLongError } from '../../../proxy/guardrails/user-regex.ts';
+import { compileUserRegex, MAX_REGEX_TEXT_LENGTH } from '../../../proxy/guardrails/user-regex.ts';
+import { RegexTextTooLongError, CheckParameterError } from '../../../proxy/errors.ts';
 
 function rejection(source: string, flags = ''): string {
   try {

@@ -4,11 +4,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConverseStreamTransform } from '../../../proxy/providers/bedrock-converse-stream.ts';
-import { EventStreamDecoder, EventStreamFramingError } from '../../../proxy/providers/bedrock-event-stream.ts';
+import { EventStreamDecoder } from '../../../proxy/providers/bedrock-event-stream.ts';
 import { signBedrockRequest } from '../../../proxy/providers/bedrock-signing.ts';
 import { converseEvent, encodeEventStreamMessage } from '../../fixtures/mock-bedrock-event-stream.ts';
 import { verifySigV4, type SigV4Failure } from '../../fixtures/mock-bedrock-sigv4.ts';
 import { parseSseData, runGoldenSuite, runStreamTransform, splitBytes } from './golden-runner.ts';
+import { EventStreamFramingError } from '../../../proxy/errors.ts';
 
 runGoldenSuite(new URL('../../fixtures/providers/bedrock/', import.meta.url), { title: 'bedrock golden fixtures' });
 

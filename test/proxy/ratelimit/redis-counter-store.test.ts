@@ -6,7 +6,7 @@ import net from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { STORE_UNAVAILABLE, type RateLimitCounterStore } from '../../../proxy/ratelimit/counter-store.ts';
+import { type RateLimitCounterStore } from '../../../proxy/ratelimit/counter-store.ts';
 import { RedisCounterStore } from '../../../proxy/ratelimit/redis-counter-store.ts';
 import { counterStoreSuite } from './counter-store-suite.ts';
 
@@ -128,7 +128,7 @@ describe('redis counter store across processes and failures', { skip }, () => {
     const spec = { key: 'rl:down', windowMs: MINUTE, limit: 5 };
     for (const call of [() => s.consume(spec, 1, T0), () => s.peek(spec, T0), () => s.add(spec, 1, T0), () => s.consume(spec, 1, T0)]) {
       const { error, ms } = await timedRejection(call);
-      assert.equal(error.code, STORE_UNAVAILABLE);
+      assert.equal(error.code, 'AIGW_ERR_STORE_UNAVAILABLE');
       assert.ok(ms < 200, `took ${ms} ms`);
       assert.doesNotMatch(error.message, /s3cret/);
     }
@@ -149,7 +149,7 @@ describe('redis counter store across processes and failures', { skip }, () => {
     const spec = { key: 'rl:silent', windowMs: MINUTE, limit: 5 };
     const calls = await Promise.all(Array.from({ length: 20 }, () => timedRejection(() => s.consume(spec, 1, T0))));
     for (const { error, ms } of calls) {
-      assert.equal(error.code, STORE_UNAVAILABLE);
+      assert.equal(error.code, 'AIGW_ERR_STORE_UNAVAILABLE');
       assert.ok(ms < 200, `took ${ms} ms`);
     }
   });
@@ -163,7 +163,7 @@ describe('redis counter store across processes and failures', { skip }, () => {
 
     await proxy.cut();
     const { error, ms } = await timedRejection(() => s.consume(spec, 1, T0));
-    assert.equal(error.code, STORE_UNAVAILABLE);
+    assert.equal(error.code, 'AIGW_ERR_STORE_UNAVAILABLE');
     assert.ok(ms < 300, `took ${ms} ms`);
 
     await proxy.restore();
@@ -186,6 +186,6 @@ describe('redis counter store across processes and failures', { skip }, () => {
     const s: RateLimitCounterStore = store();
     await s.close();
     const { error } = await timedRejection(() => s.peek({ key: 'rl:closed', windowMs: MINUTE, limit: 1 }, T0));
-    assert.equal(error.code, STORE_UNAVAILABLE);
+    assert.equal(error.code, 'AIGW_ERR_STORE_UNAVAILABLE');
   });
 });

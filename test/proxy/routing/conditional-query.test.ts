@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { compileQuery, QueryCompileError, type QueryInput } from '../../../proxy/routing/conditional-query.ts';
+import { compileQuery, type QueryInput } from '../../../proxy/routing/conditional-query.ts';
+import { QueryCompileError } from '../../../proxy/errors.ts';
 
 const input: QueryInput = {
   metadata: { plan: 'pro', tier: 3, tags: ['a', 'b'], region: 'eu-west-1' },

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { compileEgressPolicy, EgressDeniedError, guardedLookup } from '../../../proxy/upstream/egress-policy.ts';
+import { compileEgressPolicy, guardedLookup } from '../../../proxy/upstream/egress-policy.ts';
+import { EgressDeniedError } from '../../../proxy/errors.ts';
 
 describe('egress policy', () => {
   const none = compileEgressPolicy([]);

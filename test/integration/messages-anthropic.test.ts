@@ -47,6 +47,10 @@ before(async () => {
           },
         },
         {
+          id: 'claude-then-openai',
+          config: { strategy: { mode: 'fallback' }, targets: [{ provider: '@claude' }, { provider: '@oa', override_params: { model: 'gpt-4o-mini' } }] },
+        },
+        {
           id: 'oa-checked',
           config: { provider: '@oa', output_guardrails: [{ id: 'flag-mock', 'default.contains': { operator: 'none', words: ['mock upstream'] } }] },
         },
@@ -378,6 +382,21 @@ describe('/v1/messages to an OpenAI-format provider (translated)', () => {
     assert.equal(body.type, 'message');
     assert.deepEqual(body.content, [{ type: 'text', text: DEFAULT_REPLY_TEXT }]);
     assert.equal(body.hook_results.after_request_hooks[0]?.verdict, false);
+  });
+
+  test('fallback from Anthropic (native) to OpenAI (translated): each target gets its own format', async () => {
+    anthropic.enqueue({ status: 529, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } });
+    const client = sdk({ 'x-gateway-config': 'claude-then-openai' });
+    const { data, response } = await client.messages.create({ model: MODEL, max_tokens: 16, system: 'Be brief.', messages: [{ role: 'user', content: 'Hi' }] }).withResponse();
+    assert.equal(data.type, 'message');
+    assert.deepEqual(data.content, [{ type: 'text', text: DEFAULT_REPLY_TEXT }]);
+    assert.equal(response.headers.get('x-gateway-provider'), 'openai');
+    assert.equal(anthropic.requests[0]?.path, '/v1/messages');
+    assert.deepEqual((openai.requests[0]?.json as { messages: unknown }).messages, [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hi' },
+    ]);
+    assert.equal((openai.requests[0]?.json as { model: string }).model, 'gpt-4o-mini');
   });
 
   test("an OpenAI provider's error comes back Anthropic-shaped with its status", async () => {

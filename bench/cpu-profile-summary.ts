@@ -71,7 +71,7 @@ type FramePredicate = (frame: CallFrame, location: string) => boolean;
 // aigateway's features, tested from the innermost frame outwards: a sample counts for the
 // first feature one of its frames belongs to (so undici under the routing walk is undici).
 const FEATURES: ReadonlyArray<readonly [string, FramePredicate]> = [
-  ['JSON request log line (pino → file)', (f, at) => /\/(pino|sonic-boom|@pinojs\/[^/]+)\//.test(f.url) || at.startsWith('proxy/observability/request-log.ts')],
+  ['JSON request log line (pino → file)', (f, at) => /\/(pino|sonic-boom|@pinojs\/[^/]+)\//.test(f.url) || at.startsWith('proxy/observability/log-line.ts')],
   ['request log store (records → SQLite worker)', (f, at) => at.startsWith('proxy/logs/') || at.startsWith('proxy/observability/request-record') || f.url === 'node:internal/worker'],
   ['Prometheus metrics', (f, at) => f.url.includes('/prom-client/') || at.startsWith('proxy/observability/')],
   ['API-key auth (sha256)', (_f, at) => at.startsWith('proxy/auth/')],

@@ -17,8 +17,8 @@ import { inClusterConnection, startKubeStateSource } from '../proxy/config/kube-
 import { isLogStoreKind, startRequestLogging, type RequestLogging } from '../proxy/logs/request-logging.ts';
 import { createGatewayMetrics, type GatewayMetrics } from '../proxy/observability/gateway-metrics.ts';
 import { FilePolicyStore } from '../proxy/ratelimit/policy-store.ts';
-import { createGatewayLogger } from '../proxy/observability/request-log.ts';
-import { startGateway } from '../proxy/standalone-gateway.ts';
+import { createGatewayLogger } from '../proxy/observability/log-line.ts';
+import { startGateway } from '../proxy/start-gateway.ts';
 import { StateLoadError } from '../proxy/errors.ts';
 
 const USAGE = `Usage: aigateway <command> [options]

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { ControlPlaneHost } from '../../proxy/standalone-gateway.ts';
+import type { ControlPlaneHost } from '../../proxy/start-gateway.ts';
 import { policyRoutes } from './policy-routes.ts';
 import { promptRoutes } from './prompt-routes.ts';
 

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { RequestRecord } from '../observability/request-record.ts';
-import type { GatewayHost } from '../standalone-gateway.ts';
+import type { GatewayHost } from '../start-gateway.ts';
 import { parseLogListQuery, parseSummaryQuery } from './log-query-params.ts';
 import { RequestLogCursorError, type RequestLogStore, type SummaryGroupBy, type SummaryStats } from './request-log-store.ts';
 

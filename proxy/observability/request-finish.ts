@@ -5,7 +5,7 @@ import { costOfRequest, estimateUsage } from '../accounting/request-cost.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 import { observeCost, observeRequest, OPERATIONS } from './observe-request.ts';
-import { logRequest } from './request-log.ts';
+import { logRequest } from './log-line.ts';
 import type { RequestRecord, RequestRecordSink } from './request-record.ts';
 import type { RequestTracer } from './tracing.ts';
 

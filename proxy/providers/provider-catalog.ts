@@ -1,7 +1,7 @@
 import { withMessagesIngress } from '../anthropic-ingress/messages-adapter.ts';
 import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
-import { anthropicFamily } from './anthropic-family.ts';
-import { azureOpenAIFamily } from './azure-openai-family.ts';
+import { anthropicFamily } from './anthropic-adapter.ts';
+import { azureOpenAIFamily } from './azure-openai-adapter.ts';
 import { bedrockFamily } from './bedrock-adapter.ts';
 import { openaiCompatibleAdapter } from './openai-adapter.ts';
 import type { ProviderAdapter, ProviderFamily } from './provider-adapter.ts';
@@ -45,11 +45,6 @@ const FAMILIES: readonly ProviderFamily[] = [
   vertexFamily,
   bedrockFamily,
 ];
-
-/** Provider families that need their own adapter and are not available in this build. */
-export const NON_COMPATIBLE_FAMILIES: ReadonlySet<string> = new Set(
-  ['azure-openai', 'anthropic', 'vertex-ai', 'bedrock'].filter((name) => !FAMILIES.some((family) => family.name === name)),
-);
 
 // Every family also serves /v1/messages: natively where it can, else translated to chat.
 const BY_NAME: ReadonlyMap<string, ProviderFamily> = new Map(

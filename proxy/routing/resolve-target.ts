@@ -4,7 +4,7 @@ import type { RoutingConfig } from '../config/routing-config-schema.ts';
 import { GatewayError } from '../errors.ts';
 import { HEADER } from '../gateway-headers.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
-import { catalogEntry, catalogNames, GENERIC_COMPATIBLE_ADAPTER, NON_COMPATIBLE_FAMILIES } from '../providers/provider-catalog.ts';
+import { catalogEntry, catalogNames, GENERIC_COMPATIBLE_ADAPTER } from '../providers/provider-catalog.ts';
 import type { ConfigOrigin } from './routing-plan.ts';
 
 // A leaf of the config tree → the concrete upstream it calls. Pure: looks only at the
@@ -52,7 +52,7 @@ function resolveUncached(node: RoutingConfig, path: string, state: GatewayState,
   }
   const customHost = node.custom_host ?? saved?.customHost;
   const entry = catalogEntry(providerName);
-  if (entry === undefined && (NON_COMPATIBLE_FAMILIES.has(providerName) || customHost === undefined)) {
+  if (entry === undefined && customHost === undefined) {
     throw new GatewayError(
       'AIGW_ERR_UNSUPPORTED_PROVIDER',
       `Provider "${providerName}" is not supported. Supported: ${catalogNames().join(', ')}; any OpenAI-compatible host works with ${HEADER.customHost}.`,

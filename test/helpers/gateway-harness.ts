@@ -14,7 +14,7 @@ import type { FailMode } from '../../proxy/ratelimit/rate-limiter.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import type { RequestRecordSink } from '../../proxy/observability/request-record.ts';
 import type { ResponseCacheStore } from '../../proxy/cache/response-cache-store.ts';
-import { startGateway, type GatewayHost, type RunningGateway } from '../../proxy/standalone-gateway.ts';
+import { startGateway, type GatewayHost, type RunningGateway } from '../../proxy/start-gateway.ts';
 
 export const TEST_GATEWAY_KEY = 'gw-test-key-0123456789';
 

@@ -12,7 +12,7 @@ import { dump } from 'js-yaml';
 import { pino } from 'pino';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
-import { startGateway } from '../../proxy/standalone-gateway.ts';
+import { startGateway } from '../../proxy/start-gateway.ts';
 
 const CHAT = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
 const NEW_KEY = 'gw-added-during-traffic-1';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { pino } from 'pino';
 import { controlPlaneForward } from '../../operator/api/control-plane-forward.ts';
-import { startGateway, type RunningGateway } from '../../proxy/standalone-gateway.ts';
+import { startGateway, type RunningGateway } from '../../proxy/start-gateway.ts';
 import { TEST_GATEWAY_KEY, baseState } from '../helpers/gateway-harness.ts';
 
 /** A gateway whose control plane is forwarded to `baseUrl` (what `serve --control-plane-url` wires). */

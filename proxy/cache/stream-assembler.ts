@@ -1,7 +1,9 @@
 // Rebuilds the non-streaming answer from an OpenAI-style SSE stream as it passes to the
 // client, so a streamed answer can be cached and later served to either kind of request.
 //
-// Feed it the bytes in any framing (frames split across chunks are fine); result() gives
+// Feed it the bytes in any framing (frames split across chunks are fine), or — as a stage
+// of the relay's frame pipeline — the frames already split, whose JSON it shares with the
+// other stages; result() gives
 // the equivalent chat.completion / text_completion object only for a complete, successful
 // stream: it ended with `data: [DONE]`, carried no error event or error payload, every
 // frame was JSON of the expected shape, and every choice has a finish_reason. Anything
@@ -16,7 +18,8 @@
 // the inverse.
 
 import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
-import { SseParser, type SseEvent } from '../providers/sse-parser.ts';
+import { NOT_JSON, SseParser, type SseFrame } from '../providers/sse-parser.ts';
+import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './response-cache-store.ts';
 
 type Json = Record<string, unknown>;
@@ -53,7 +56,7 @@ const KNOWN_DELTA_FIELDS: ReadonlySet<string> = new Set(['role', 'content', 'ref
  * upstream.on('data', (chunk) => assembler.push(chunk));
  * upstream.on('end', () => { const answer = assembler.result(); if (answer) store(JSON.stringify(answer)); });
  */
-export class StreamAssembler {
+export class StreamAssembler implements SseFrameStage {
   readonly #endpoint: InferenceEndpoint;
   readonly #maxBytes: number;
   readonly #parser = new SseParser();
@@ -81,9 +84,18 @@ export class StreamAssembler {
       return;
     }
     for (const event of this.#parser.push(chunk)) {
-      this.#event(event);
+      this.#event(event.event, event.data, parseJson);
       if (this.#failed || this.#done) return;
     }
+  }
+
+  /** Takes the next frame of the stream (the pipeline's split; its JSON parsed at most once) and passes it on. */
+  frame(frame: SseFrame): SseFrame {
+    if (this.#failed || this.#done) return frame;
+    this.#bytes += Buffer.byteLength(frame.raw);
+    if (this.#bytes > this.#maxBytes) this.#failed = true;
+    else if (frame.dispatch) this.#event(frame.event, frame.data, () => frame.json);
+    return frame;
   }
 
   /** The equivalent non-streaming answer, or undefined unless the stream was complete and successful. */
@@ -101,24 +113,18 @@ export class StreamAssembler {
     return answer;
   }
 
-  #event(event: SseEvent): void {
-    if (event.event === 'error') {
+  #event(name: string | undefined, text: string, json: (data: string) => unknown): void {
+    if (name === 'error') {
       this.#failed = true;
       return;
     }
-    const data = event.data.trim();
+    const data = text.trim();
     if (data === '') return;
     if (data === '[DONE]') {
       this.#done = true;
       return;
     }
-    let payload: unknown;
-    try {
-      payload = JSON.parse(data);
-    } catch {
-      this.#failed = true;
-      return;
-    }
+    const payload = json(data);
     if (!isRecord(payload) || payload['error'] !== undefined || !Array.isArray(payload['choices'])) {
       this.#failed = true;
       return;
@@ -227,6 +233,14 @@ function chatChoice(state: ChoiceState): Json {
 
 function textChoice(state: ChoiceState): Json {
   return { text: state.text, index: state.index, logprobs: state.logprobs, finish_reason: state.finishReason };
+}
+
+function parseJson(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return NOT_JSON;
+  }
 }
 
 function isRecord(value: unknown): value is Json {

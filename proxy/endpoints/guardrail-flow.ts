@@ -1,7 +1,7 @@
-import { Transform, type TransformCallback } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { StreamAssembler } from '../cache/stream-assembler.ts';
-import { SseFrameSplitter, type SseFrame } from '../providers/sse-parser.ts';
+import { SseFrame } from '../providers/sse-parser.ts';
+import type { SseFrameStage, StageOutput } from '../streams/sse-frame-pipeline.ts';
 import { guardedFetch } from '../upstream/guarded-call.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
@@ -106,62 +106,30 @@ export function logAsync(outcome: HooksOutcome | undefined, logger: Logger, trac
 }
 
 /**
- * A stream's tail when output checks do not deny: frames pass at once; the `[DONE]` frame
- * is held until the checks on the assembled answer finish, then a `hook_results` event
- * (a chunk with no choices, so SDKs ignore it) goes out before it.
+ * A stream's tail when output checks do not deny, as a stage of the relay's frame pipeline:
+ * frames pass at once (and are assembled from the shared frames, no second parse); the
+ * `[DONE]` frame is held until the checks on the assembled answer finish, then a
+ * `hook_results` event (a chunk with no choices, so SDKs ignore it) goes out before it.
  */
-export class GuardedStreamTail extends Transform {
+export class GuardedStreamTail implements SseFrameStage {
   readonly #assembler: StreamAssembler;
   readonly #finish: (answer: unknown) => Promise<HookResultsBody>;
-  readonly #frames = new SseFrameSplitter();
   #finished = false;
 
   constructor(endpoint: InferenceEndpoint, finish: (answer: unknown) => Promise<HookResultsBody>) {
-    super();
     this.#assembler = new StreamAssembler(endpoint);
     this.#finish = finish;
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#assembler.push(chunk);
-    this.#pass(() => this.#frames.push(chunk), callback);
-  }
-
-  override _flush(callback: TransformCallback): void {
-    this.#pass(() => this.#frames.end(), callback);
-  }
-
-  #pass(read: () => SseFrame[], callback: TransformCallback): void {
-    let frames: SseFrame[];
-    try {
-      frames = read();
-    } catch (error) {
-      callback(error as Error);
-      return;
-    }
-    const done = this.#finished ? -1 : frames.findIndex((frame) => frame.data.trim() === '[DONE]');
-    if (done === -1) {
-      callback(null, joined(frames));
-      return;
-    }
+  frame(frame: SseFrame): StageOutput {
+    this.#assembler.frame(frame);
+    if (this.#finished || frame.data.trim() !== '[DONE]') return frame;
     this.#finished = true;
-    const before = joined(frames.slice(0, done));
-    const rest = joined(frames.slice(done));
-    this.#finish(this.#assembler.result()).then(
-      (results) => {
-        if (before !== undefined) this.push(before);
-        this.push(`data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [], hook_results: results })}\n\n`);
-        callback(null, rest);
-      },
-      () => callback(null, (before ?? '') + (rest ?? '')),
+    return this.#finish(this.#assembler.result()).then(
+      (results) => [SseFrame.of({ object: 'chat.completion.chunk', choices: [], hook_results: results }), frame],
+      () => [frame],
     );
   }
-}
-
-function joined(frames: readonly SseFrame[]): string | undefined {
-  let out = '';
-  for (const frame of frames) out += frame.raw;
-  return out === '' ? undefined : out;
 }
 
 export { runAfterHooks };

@@ -9,7 +9,9 @@ import { oversizeErrorBody, SseEventSizeGuard, SseEventTooLargeError } from '../
 import type { AnswerObserver } from './response-caching.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from './body-validation.ts';
-import { modelOf, SseUsageTap, usageOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
+import { modelOf, UsageStage, usageOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
+import { SseFramePipeline, type SseFrameStage } from '../streams/sse-frame-pipeline.ts';
+import { StreamAssembler } from '../cache/stream-assembler.ts';
 
 // Upstream answer → client. Success bodies are relayed byte for byte (streams chunk by
 // chunk; plain answers in one write) unless the provider's adapter translates them; a
@@ -46,8 +48,12 @@ export interface RelayInput {
 
 
 export type StreamGuard =
-  | { readonly mode: 'tail'; readonly tail: () => Transform }
-  | { readonly mode: 'hold'; readonly check: (assembled: Buffer) => Promise<{ status: number; body?: unknown; event?: string }> };
+  | { readonly mode: 'tail'; readonly tail: () => SseFrameStage }
+  | {
+      readonly mode: 'hold';
+      /** `assembled`: the chat/text completion rebuilt from the stream's frames as they passed (undefined when it is not one). */
+      readonly check: (collected: Buffer, assembled?: unknown) => Promise<{ status: number; body?: unknown; event?: string }>;
+    };
 
 export async function relayResponse(reply: FastifyReply, input: RelayInput): Promise<FastifyReply> {
   const { upstream, target, context } = input;
@@ -72,9 +78,9 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
     return reply.send(body);
   }
   if (input.plain === undefined) {
-    const stream = streamAnswer(reply, input);
+    const { stream, assembled } = streamAnswer(reply, input);
     if (input.streamGuard?.mode !== 'hold') return reply.send(stream);
-    return holdStream(reply, stream, input.streamGuard, input.upstream);
+    return holdStream(reply, stream, input.streamGuard, input.upstream, assembled);
   }
   const bytes = plainAnswer(reply, input, input.plain);
   if (input.finishPlain === undefined) return reply.send(bytes);
@@ -86,7 +92,13 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
 }
 
 /** Output guardrails that may deny a stream: nothing goes out until they have passed. */
-async function holdStream(reply: FastifyReply, stream: Readable, guard: Extract<StreamGuard, { mode: 'hold' }>, upstream: GuardedResponse): Promise<FastifyReply> {
+async function holdStream(
+  reply: FastifyReply,
+  stream: Readable,
+  guard: Extract<StreamGuard, { mode: 'hold' }>,
+  upstream: GuardedResponse,
+  assembled: StreamAssembler | undefined,
+): Promise<FastifyReply> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream) {
@@ -100,7 +112,7 @@ async function holdStream(reply: FastifyReply, stream: Readable, guard: Extract<
     chunks.push(buffer);
   }
   const collected = Buffer.concat(chunks, size);
-  const verdict = await guard.check(collected);
+  const verdict = await guard.check(collected, assembled?.result());
   if (verdict.body !== undefined) {
     reply.removeHeader('content-length');
     return reply.code(verdict.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(verdict.body));
@@ -140,8 +152,12 @@ function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer)
   return out;
 }
 
-/** A stream passes chunk by chunk; usage is read from its frames on the way. */
-function streamAnswer(reply: FastifyReply, input: RelayInput): Readable {
+/**
+ * A stream passes chunk by chunk. It is split into SSE frames once (after the provider's
+ * translation, if any), and the frames go through the stages — guardrail tail, cache
+ * assembler, usage tap, the held answer's assembler — sharing each event's one parse.
+ */
+function streamAnswer(reply: FastifyReply, input: RelayInput): { stream: Readable; assembled: StreamAssembler | undefined } {
   const { upstream, target, endpoint, requestBody, context } = input;
   upstream.body.once('data', () => {
     context.ttftMs = Number(process.hrtime.bigint() - context.startedAt) / 1e6;
@@ -159,14 +175,12 @@ function streamAnswer(reply: FastifyReply, input: RelayInput): Readable {
     reply.header('cache-control', 'no-cache');
     stream = chain(stream, adapter.createStreamTransform(endpoint, requestBody));
   }
-  if (input.streamGuard?.mode === 'tail') stream = chain(stream, input.streamGuard.tail());
-  if (input.observer !== undefined) {
-    const watch = input.observer.stream();
-    stream.on('data', (chunk: Buffer) => watch.push(chunk));
-    stream.once('end', () => watch.end());
-  }
+  // The order is what each stage sees: the cache stores the answer with its hook_results
+  // and usage; the held answer is checked as the client would get it.
+  const stages: SseFrameStage[] = [];
+  if (input.streamGuard?.mode === 'tail') stages.push(input.streamGuard.tail());
+  if (input.observer !== undefined) stages.push(input.observer.stream());
   if (endpoint !== 'embeddings') {
-    reply.removeHeader('content-length');
     const sink = {
       onUsage: (usage: AnswerUsage, model: string | undefined) => recordUsage(usage, model, input),
       // A client that closes at [DONE] (the openai SDK does) got the whole answer, not a 499.
@@ -181,10 +195,16 @@ function streamAnswer(reply: FastifyReply, input: RelayInput): Readable {
         context.streamEvents = value;
       },
     };
-    stream = chain(stream, new SseUsageTap(input.stripStreamUsage === true, sink));
+    stages.push(new UsageStage(input.stripStreamUsage === true, sink));
   }
+  let assembled: StreamAssembler | undefined;
+  if (input.streamGuard?.mode === 'hold') {
+    assembled = new StreamAssembler(endpoint);
+    stages.push(assembled);
+  }
+  if (stages.length > 0) stream = chain(stream, new SseFramePipeline(stages));
   reply.removeHeader('content-length');
-  return endWithErrorEvent(stream, input);
+  return { stream: endWithErrorEvent(stream, input), assembled };
 }
 
 function chain(source: Readable, next: Transform): Readable {

@@ -7,6 +7,7 @@ import type { GatewayState } from '../config/gateway-state.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
 import type { RequestContext } from '../request-context.ts';
+import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import type { PlanNode } from '../routing/routing-plan.ts';
 import type { InferenceEndpoint } from './body-validation.ts';
 
@@ -112,8 +113,8 @@ export function replyFromCache(
 export interface AnswerObserver {
   /** A plain answer's bytes and its parsed JSON. */
   plain(bytes: Buffer, parsed: unknown): void;
-  /** A stream's observer (bytes as they pass, before any usage chunk is removed). */
-  stream(): { push(chunk: Buffer): void; end(): void };
+  /** A stream's observer: a stage of the relay's frame pipeline (frames as they pass, before any usage chunk is removed). */
+  stream(): SseFrameStage;
 }
 
 export function cacheObserver(cache: ResponseCache, flow: CacheFlow): AnswerObserver | undefined {
@@ -127,7 +128,7 @@ export function cacheObserver(cache: ResponseCache, flow: CacheFlow): AnswerObse
     stream() {
       const assembler = new StreamAssembler(request.endpoint);
       return {
-        push: (chunk) => assembler.push(chunk),
+        frame: (frame) => assembler.frame(frame),
         end: () => {
           const result = assembler.result();
           if (result !== undefined) void cache.save(request, lookup, JSON.stringify(result));

@@ -1,8 +1,9 @@
 import { Transform, type TransformCallback } from 'node:stream';
 
 // The gateway's one server-sent-events splitter (WHATWG framing), used by every place that
-// reads SSE: provider stream translation, the usage tap, guardrail stream tails, the cache's
-// stream assembler. Feed it bytes as they arrive; it returns complete frames. Tolerates
+// reads SSE: provider stream translation and the relay's one frame pipeline
+// (proxy/streams/sse-frame-pipeline.ts), whose stages — guardrail tail, cache assembler,
+// usage tap — share its frames. Feed it bytes as they arrive; it returns complete frames. Tolerates
 // CRLF/CR line ends, comment lines (keep-alives), events without data, and frames split
 // anywhere across TCP chunks.
 //
@@ -25,11 +26,59 @@ export interface SseEvent {
   readonly id: string | undefined;
 }
 
-/** A frame: the event plus its exact text (for pass-through), up to and including the blank line. */
-export interface SseFrame extends SseEvent {
+/** SseFrame.json of a frame whose data is not JSON. */
+export const NOT_JSON: unique symbol = Symbol('not JSON');
+const UNPARSED: unique symbol = Symbol('unparsed');
+
+/**
+ * A frame: the event plus its exact text (for pass-through), up to and including the blank
+ * line. Every stage a stream passes through reads the same frame objects, so the data is
+ * parsed as JSON at most once, and only when some stage asks for it.
+ */
+export class SseFrame implements SseEvent {
   readonly raw: string;
+  readonly event: string | undefined;
+  readonly data: string;
+  readonly id: string | undefined;
   /** False for frames that carry no event (blank lines, comments only). */
   readonly dispatch: boolean;
+  #json: unknown;
+
+  constructor(raw: string, event: string | undefined, data: string, id: string | undefined, dispatch: boolean, json: unknown = UNPARSED) {
+    this.raw = raw;
+    this.event = event;
+    this.data = data;
+    this.id = id;
+    this.dispatch = dispatch;
+    this.#json = json;
+  }
+
+  /** A data-only frame the gateway writes itself: its JSON is known, never parsed. */
+  static of(payload: unknown): SseFrame {
+    const data = JSON.stringify(payload);
+    return new SseFrame(`data: ${data}\n\n`, undefined, data, undefined, true, payload);
+  }
+
+  /** The data as JSON (parsed on first use, then shared), or NOT_JSON. Treat it as read-only. */
+  get json(): unknown {
+    if (this.#json === UNPARSED) {
+      try {
+        this.#json = JSON.parse(this.data);
+      } catch {
+        this.#json = NOT_JSON;
+      }
+    }
+    return this.#json;
+  }
+
+  /**
+   * The same event written differently (`raw` and `data` change together); the parse is
+   * kept only when `sameJson` says the new data means the same to every reader (a
+   * `"usage":null` member cut out of it).
+   */
+  rewritten(raw: string, data: string, sameJson: boolean): SseFrame {
+    return new SseFrame(raw, this.event, data, this.id, this.dispatch, sameJson ? this.#json : UNPARSED);
+  }
 }
 
 /** An upstream event over the cap; the stream cannot go on. */
@@ -143,13 +192,13 @@ export class SseFrameSplitter {
   }
 
   #frame(): SseFrame {
-    const frame: SseFrame = {
-      raw: this.#raw.length === 1 ? (this.#raw[0] as string) : this.#raw.join(''),
-      event: this.#event,
-      data: this.#data.join('\n'),
-      id: this.#id,
-      dispatch: this.#hasData || this.#event !== undefined,
-    };
+    const frame = new SseFrame(
+      this.#raw.length === 1 ? (this.#raw[0] as string) : this.#raw.join(''),
+      this.#event,
+      this.#data.length === 1 ? (this.#data[0] as string) : this.#data.join('\n'),
+      this.#id,
+      this.#hasData || this.#event !== undefined,
+    );
     this.#raw = [];
     this.#rawLength = 0;
     this.#event = undefined;

@@ -1,9 +1,9 @@
-import { Transform, type TransformCallback } from 'node:stream';
-import { SseFrameSplitter } from '../providers/sse-parser.ts';
+import { NOT_JSON, type SseFrame } from '../providers/sse-parser.ts';
+import { SseFramePipeline, type SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 
 // Reads the provider's token usage from an answer on its way to the client, without
-// holding it back: SSE streams are cut at frame boundaries and each frame is forwarded as
-// soon as it is whole (plain answers are parsed by the relay, which reads them whole).
+// holding it back: a stage of the stream's frame pipeline, each frame forwarded as soon as
+// it is whole (plain answers are parsed by the relay, which reads them whole).
 // When the gateway asked for usage the client did not (stream_options.include_usage),
 // the usage-only chunk is dropped and the `"usage":null` the provider then adds to every
 // chunk is cut, so the client sees byte for byte the stream it asked for.
@@ -71,73 +71,67 @@ function numberOr(value: unknown, fallback: unknown): number | undefined {
   return typeof fallback === 'number' ? fallback : undefined;
 }
 
-/** An SSE pass-through that reports usage and optionally drops the usage-only chunk. */
-export class SseUsageTap extends Transform {
-  // The shared splitter: linear scan, one event capped (an oversize one fails the stream).
-  readonly #frames = new SseFrameSplitter();
+/**
+ * The usage stage of a stream's frame pipeline: reports usage and optionally drops the
+ * usage-only chunk. Parses an event (through the frame, shared with the other stages) only
+ * when it may carry usage that is not `null`.
+ */
+export class UsageStage implements SseFrameStage {
   readonly #strip: boolean;
   readonly #sink: UsageTapSink;
 
   constructor(strip: boolean, sink: UsageTapSink) {
-    super();
     this.#strip = strip;
     this.#sink = sink;
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#forward(() => this.#frames.push(chunk), callback);
-  }
-
-  override _flush(callback: TransformCallback): void {
-    this.#forward(() => this.#frames.end(), callback);
-  }
-
-  #forward(read: () => ReturnType<SseFrameSplitter['push']>, callback: TransformCallback): void {
-    let out = '';
-    try {
-      for (const frame of read()) out += this.#frame(frame.raw, frame.data, frame.dispatch);
-    } catch (error) {
-      callback(error as Error);
-      return;
-    }
-    callback(null, out === '' ? undefined : out);
-  }
-
-  /** Returns the frame to forward ('' to drop it). */
-  #frame(raw: string, data: string, dispatch: boolean): string {
-    if (!dispatch || data === '') return raw;
+  frame(frame: SseFrame): SseFrame | undefined {
+    const data = frame.data;
+    if (!frame.dispatch || data === '') return frame;
     if (data === '[DONE]') {
       this.#sink.onDone?.();
-      return raw;
+      return frame;
     }
     if (!data.includes('usage')) {
       this.#sink.streamEvents++;
-      return raw;
+      return frame;
     }
     // The provider marks every chunk but the last `"usage":null` once asked: no parse needed,
-    // and cut when it was the gateway that asked.
-    const compact = raw.lastIndexOf(',"usage":null');
+    // and cut when it was the gateway that asked (the JSON means the same without it).
+    const raw = frame.raw;
+    const compact = raw.lastIndexOf(COMPACT_USAGE_NULL);
     if (compact !== -1) {
       this.#sink.streamEvents++;
-      return this.#strip ? raw.slice(0, compact) + raw.slice(compact + 13) : raw;
+      if (!this.#strip) return frame;
+      const at = data.lastIndexOf(COMPACT_USAGE_NULL);
+      return frame.rewritten(cut(raw, compact), at === -1 ? data : cut(data, at), true);
     }
     if (data.includes('null') && USAGE_NULL.test(data)) {
       this.#sink.streamEvents++;
-      return this.#strip ? raw.replace(USAGE_NULL, '') : raw;
+      return this.#strip ? frame.rewritten(raw.replace(USAGE_NULL, ''), data.replace(USAGE_NULL, ''), true) : frame;
     }
-    let payload: unknown;
-    try {
-      payload = JSON.parse(data);
-    } catch {
-      return raw;
-    }
+    const payload = frame.json;
+    if (payload === NOT_JSON) return frame;
     const usage = usageOf(payload);
     if (usage === undefined) {
       this.#sink.streamEvents++;
-      return raw;
+      return frame;
     }
     this.#sink.onUsage(usage, modelOf(payload));
     const choices = (payload as { choices?: unknown }).choices;
-    return this.#strip && Array.isArray(choices) && choices.length === 0 ? '' : raw;
+    return this.#strip && Array.isArray(choices) && choices.length === 0 ? undefined : frame;
+  }
+}
+
+const COMPACT_USAGE_NULL = ',"usage":null';
+
+function cut(text: string, at: number): string {
+  return text.slice(0, at) + text.slice(at + COMPACT_USAGE_NULL.length);
+}
+
+/** The usage stage alone, as a stream (bytes in, frames out). */
+export class SseUsageTap extends SseFramePipeline {
+  constructor(strip: boolean, sink: UsageTapSink) {
+    super([new UsageStage(strip, sink)]);
   }
 }

@@ -1,0 +1,147 @@
+// The relay's one SSE split: the frames go through the guardrail tail, the cache assembler,
+// the usage tap and the held answer's assembler, and each event's JSON is parsed at most
+// once across all of them (not at all when no stage needs it).
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { describe, test } from 'node:test';
+import { StreamAssembler } from '../../../proxy/cache/stream-assembler.ts';
+import { GuardedStreamTail, type HookResultsBody } from '../../../proxy/endpoints/guardrail-flow.ts';
+import { SseEventTooLargeError } from '../../../proxy/providers/sse-parser.ts';
+import { UsageStage, type AnswerUsage } from '../../../proxy/ratelimit/usage-tap.ts';
+import { SseFramePipeline, type SseFrameStage } from '../../../proxy/streams/sse-frame-pipeline.ts';
+import { chatCompletion, chatCompletionChunks, sseData, type BuildContext } from '../../fixtures/mock-openai-payloads.ts';
+
+const ctx: BuildContext = {
+  id: 'chatcmpl-pipe',
+  created: 1_700_000_000,
+  model: 'gpt-4o-mini',
+  text: 'One split, many readers — ünïcödé and emoji 😀 across chunk edges.',
+  promptTokens: 9,
+};
+
+const HOOK_RESULTS: HookResultsBody = { before_request_hooks: [], after_request_hooks: [] };
+
+/** The stream cut into pieces of `size` bytes (multi-byte characters split across chunks). */
+function pieces(text: string, size: number): Buffer[] {
+  const bytes = Buffer.from(text);
+  const out: Buffer[] = [];
+  for (let at = 0; at < bytes.length; at += size) out.push(bytes.subarray(at, at + size));
+  return out;
+}
+
+async function run(stages: SseFrameStage[], chunks: Buffer[]): Promise<string> {
+  const pipeline = Readable.from(chunks).pipe(new SseFramePipeline(stages));
+  let out = '';
+  for await (const chunk of pipeline) out += String(chunk);
+  return out;
+}
+
+/** Counts JSON.parse calls while `body` runs. */
+async function countingParses<T>(body: () => Promise<T>): Promise<{ result: T; parses: number }> {
+  const original = JSON.parse;
+  let parses = 0;
+  JSON.parse = ((text: string, reviver?: (this: unknown, key: string, value: unknown) => unknown) => {
+    parses++;
+    return original(text, reviver);
+  }) as typeof JSON.parse;
+  try {
+    const result = await body();
+    return { result, parses };
+  } finally {
+    JSON.parse = original;
+  }
+}
+
+function usageSink() {
+  const seen: AnswerUsage[] = [];
+  return { seen, sink: { streamEvents: 0, onUsage: (usage: AnswerUsage) => void seen.push(usage) } };
+}
+
+describe('SseFramePipeline: one split, one parse per event', () => {
+  for (const size of [7, 64, 100_000]) {
+    test(`usage + guardrail tail + cache + held assembler parse each event at most once (chunks of ${size} bytes)`, async () => {
+      const chunks = chatCompletionChunks(ctx, true);
+      const upstream = chunks.map((chunk) => sseData(chunk)).join('') + sseData('[DONE]');
+      let checked: unknown;
+      const tail = new GuardedStreamTail('chat.completions', async (answer) => {
+        checked = answer;
+        return HOOK_RESULTS;
+      });
+      const cache = new StreamAssembler('chat.completions');
+      const { seen, sink } = usageSink();
+      const held = new StreamAssembler('chat.completions');
+
+      const { result: out, parses } = await countingParses(() => run([tail, cache, new UsageStage(true, sink), held], pieces(upstream, size)));
+
+      // Every JSON event is parsed once (the tail's assembler asks first, the others share
+      // it); the gateway's own hook_results event is never parsed.
+      assert.equal(parses, chunks.length);
+      // The client gets the stream it asked for: no `"usage":null`, no usage chunk, and the
+      // hook_results event right before [DONE].
+      const expected =
+        chatCompletionChunks(ctx, false)
+          .map((chunk) => sseData(chunk))
+          .join('') +
+        sseData({ object: 'chat.completion.chunk', choices: [], hook_results: HOOK_RESULTS }) +
+        sseData('[DONE]');
+      assert.equal(out, expected);
+      assert.equal(sink.streamEvents, chunks.length);
+      assert.equal(seen.length, 1);
+      assert.equal(seen[0]?.prompt, ctx.promptTokens);
+      // Every reader rebuilt the same answer from the shared frames.
+      // The held answer is checked as the client gets it: the usage chunk was dropped.
+      const { usage: _usage, ...answerWithoutUsage } = chatCompletion(ctx);
+      assert.deepEqual(checked, chatCompletion(ctx));
+      assert.deepEqual(cache.result(), { ...chatCompletion(ctx), hook_results: HOOK_RESULTS });
+      assert.deepEqual(held.result(), { ...answerWithoutUsage, hook_results: HOOK_RESULTS });
+    });
+  }
+
+  test('no stage reads JSON: nothing is parsed and the bytes pass unchanged', async () => {
+    const upstream = ': keep-alive\r\n\r\n' + chatCompletionChunks(ctx, false).map((chunk) => sseData(chunk)).join('') + sseData('[DONE]');
+    const { sink } = usageSink();
+    const { result: out, parses } = await countingParses(() => run([new UsageStage(false, sink)], pieces(upstream, 5)));
+    assert.equal(parses, 0);
+    assert.equal(out, upstream);
+  });
+
+  test('`"usage":null` chunks are cut without a parse when the gateway asked for usage', async () => {
+    const upstream = chatCompletionChunks(ctx, true)
+      .slice(0, -1)
+      .map((chunk) => sseData(chunk))
+      .join('');
+    const { sink } = usageSink();
+    const { result: out, parses } = await countingParses(() => run([new UsageStage(true, sink)], pieces(upstream, 13)));
+    assert.equal(parses, 0);
+    assert.equal(
+      out,
+      chatCompletionChunks(ctx, false)
+        .map((chunk) => sseData(chunk))
+        .join(''),
+    );
+  });
+
+  test('a stage that waits holds what follows in order, in the same chunk or later ones', async () => {
+    const order: string[] = [];
+    const waiting: SseFrameStage = {
+      frame: (frame) => (frame.data === 'b' ? Promise.resolve([frame, frame]) : frame),
+    };
+    const recorder: SseFrameStage = {
+      frame: (frame) => {
+        order.push(frame.data);
+        return frame;
+      },
+    };
+    const out = await run([waiting, recorder], [Buffer.from('data: a\n\ndata: b\n\ndata: c\n\n'), Buffer.from('data: d\n\n')]);
+    assert.equal(out, 'data: a\n\ndata: b\n\ndata: b\n\ndata: c\n\ndata: d\n\n');
+    assert.deepEqual(order, ['a', 'b', 'b', 'c', 'd']);
+  });
+
+  test('an event over the cap fails the stream with SseEventTooLargeError', async () => {
+    const pipeline = new SseFramePipeline([], { maxEventBytes: 64 });
+    const source = Readable.from([Buffer.from('data: ok\n\n'), Buffer.from('data: ' + 'x'.repeat(100))]);
+    await assert.rejects(async () => {
+      for await (const _chunk of source.pipe(pipeline));
+    }, SseEventTooLargeError);
+  });
+});

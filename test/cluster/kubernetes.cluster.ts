@@ -40,7 +40,9 @@ function log(line: string): void {
  * can fail by SIGPIPE although the import worked: then the node's image list decides.
  */
 async function buildImage(env: ClusterEnvironment, tag: string): Promise<void> {
-  const built = await env.cluster(['image', ROOT, tag], { allowFailure: true });
+  // AIGW_CLUSTER_BUILD_DIR: build from another checkout (e.g. a clean `git archive HEAD`
+  // beside a shared working tree); CI builds its own clean clone.
+  const built = await env.cluster(['image', process.env['AIGW_CLUSTER_BUILD_DIR'] || ROOT, tag], { allowFailure: true });
   if (built.code === 0) return;
   const work = process.env['WORK'] ?? '/var/tmp/k8s-test-cluster';
   const listed = await run('ctr', ['--address', join(work, 'node', 'containerd.sock'), '--namespace', 'k8s.io', 'images', 'ls', '-q'], { allowFailure: true });
@@ -160,7 +162,7 @@ describe('aigateway on a real Kubernetes cluster', { skip, timeout: 900_000 }, (
     if (dir !== '') await rm(dir, { recursive: true, force: true });
   });
 
-  test('the image: built from the Dockerfile, non-root, read-only root filesystem, production dependencies only, serving in under 1 s', async () => {
+  test('the image: built from the Dockerfile with podman and loaded into the node, runs as uid 1000', async () => {
     let started = performance.now();
     await buildImage(env, `${REPOSITORY}:${TAG_1}`);
     const buildSeconds = (performance.now() - started) / 1000;
@@ -170,54 +172,8 @@ describe('aigateway on a real Kubernetes cluster', { skip, timeout: 900_000 }, (
     const inspect = (await env.podman(['image', 'inspect', `${REPOSITORY}:${TAG_1}`, '--format', '{{.Size}} {{.Config.User}}'])).stdout.trim().split(' ');
     const sizeMb = Number(inspect[0]) / 1e6;
     assert.equal(inspect[1], '1000:1000', 'the image runs as uid/gid 1000');
-    // In a pod of the image as the chart runs it (uid 1000, read-only root filesystem, /tmp an
-    // emptyDir): start `serve` three times and time each to its first /ready 200.
-    const probe = `
-      const fs = require('node:fs'); const { spawn } = require('node:child_process');
-      const out = { uid: process.getuid() };
-      try { fs.writeFileSync('/app/probe', 'x'); out.rootWritable = true; } catch (e) { out.rootWritable = e.code; }
-      out.devDependencies = ['typescript', 'openai', 'fast-check', '@types/node', 'node'].filter((name) => fs.existsSync('node_modules/' + name));
-      fs.mkdirSync('/tmp/state', { recursive: true }); fs.writeFileSync('/tmp/state/gateway.yaml', '{}\\n');
-      const runs = [];
-      const once = (i) => new Promise((resolve) => {
-        const t0 = performance.now();
-        const child = spawn(process.execPath, ['bin/aigateway.ts', 'serve', '--config', '/tmp/state/gateway.yaml', '--port', String(18787 + i), '--data-dir', '/tmp/data' + i], { stdio: 'ignore' });
-        const poll = () => fetch('http://127.0.0.1:' + (18787 + i) + '/ready').then((r) => r.status === 200, () => false).then((ok) => {
-          if (ok) { runs.push(Math.round(performance.now() - t0)); child.kill('SIGTERM'); child.on('exit', resolve); } else setTimeout(poll, 5);
-        });
-        poll();
-      });
-      (async () => { for (let i = 0; i < 3; i++) await once(i); out.startupMs = runs; console.log(JSON.stringify(out)); process.exit(0); })();
-    `;
-    await apply(JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'image-probe' },
-      spec: {
-        restartPolicy: 'Never',
-        automountServiceAccountToken: false,
-        securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 },
-        containers: [{
-          name: 'probe',
-          image: `${REPOSITORY}:${TAG_1}`,
-          imagePullPolicy: 'Never',
-          command: ['node', '-e', probe],
-          securityContext: { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-          volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
-        }],
-        volumes: [{ name: 'tmp', emptyDir: {} }],
-      },
-    }));
-    await eventually(async () => (/Succeeded|Failed/.test((await kubectl('get', 'pod', 'image-probe', '-o', 'jsonpath={.status.phase}')).stdout) ? true : undefined), 120_000, 'the image probe pod', 500);
-    const ran = await kubectl('logs', 'image-probe');
-    await kubectl('delete', 'pod', 'image-probe', '--wait=false');
-    const measured = JSON.parse(ran.stdout.trim().split('\n').at(-1) ?? '{}') as { uid: number; rootWritable: unknown; devDependencies: string[]; startupMs: number[] };
-    results['image'] = { sizeMb: Math.round(sizeMb), buildSeconds: Math.round(buildSeconds), retagSeconds: Math.round(retagSeconds), ...measured };
-    log(`image ${REPOSITORY}:${TAG_1}: ${sizeMb.toFixed(0)} MB, user ${inspect[1]}, build+load ${buildSeconds.toFixed(0)} s; start to first /ready 200: ${measured.startupMs.join(', ')} ms`);
-    assert.equal(measured.uid, 1000);
-    assert.equal(measured.rootWritable, 'EROFS');
-    assert.deepEqual(measured.devDependencies, []);
-    assert.ok(Math.min(...measured.startupMs) < 1000, `start-up ${measured.startupMs.join(', ')} ms`);
+    results['image'] = { sizeMb: Math.round(sizeMb), user: inspect[1], buildAndLoadSeconds: Math.round(buildSeconds), secondTagSeconds: Math.round(retagSeconds) };
+    log(`image ${REPOSITORY}:${TAG_1}: ${sizeMb.toFixed(0)} MB, user ${inspect[1]}, podman build + load into the node ${buildSeconds.toFixed(0)} s`);
   });
 
   test('helm install: operator and proxy pods Ready, resources applied, a request through the Service reaches the mock pod', async () => {
@@ -284,11 +240,73 @@ spec: { provider: "@mock", override_params: { model: g0 } }
     assert.match(explained, /mode\s+<string> -required-\s+single, loadbalance/);
     results['install'] = { helmInstallToReadySeconds: Number(installSeconds.toFixed(1)) };
     log(`helm install → 2 operator + 2 proxy pods Ready in ${installSeconds.toFixed(1)} s; chat through ${serviceOrigin} → 200`);
-    traffic = startSteadyTraffic({ origin: serviceOrigin, headers: { 'x-gateway-api-key': gatewayKey, 'x-gateway-config': 'steady' }, expect: 'model=steady' });
+  });
+
+  test('the image in a pod (uid 1000, read-only root filesystem): production dependencies only, serving in under 1 s', async () => {
+    // The production tree, as npm resolves it from the lockfile.
+    const production = new Set(
+      (await run('npm', ['--prefix', ROOT, 'ls', '--omit=dev', '--all', '--parseable'], { allowFailure: true, timeoutMs: 60_000, env: { npm_config_loglevel: 'silent' } })).stdout
+        .split('\n')
+        .filter((line) => line.includes('node_modules/'))
+        .map((line) => line.slice(line.lastIndexOf('node_modules/') + 'node_modules/'.length)),
+    );
+    const devOnly = Object.keys((JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies).filter((name) => !production.has(name));
+    // In a pod of the image as the chart runs it (uid 1000, read-only root filesystem, /tmp an
+    // emptyDir): start `serve` three times and time each to its first /ready 200.
+    const probe = `
+      const fs = require('node:fs'); const { spawn } = require('node:child_process');
+      const out = { uid: process.getuid() };
+      try { fs.writeFileSync('/app/probe', 'x'); out.rootWritable = true; } catch (e) { out.rootWritable = e.code; }
+      out.packages = fs.readdirSync('node_modules').flatMap((name) => name.startsWith('@') ? fs.readdirSync('node_modules/' + name).map((sub) => name + '/' + sub) : [name]).filter((name) => !name.startsWith('.'));
+      fs.mkdirSync('/tmp/state', { recursive: true }); fs.writeFileSync('/tmp/state/gateway.yaml', '{}\\n');
+      const runs = [];
+      const once = (i) => new Promise((resolve) => {
+        const t0 = performance.now();
+        const child = spawn(process.execPath, ['bin/aigateway.ts', 'serve', '--config', '/tmp/state/gateway.yaml', '--port', String(18787 + i), '--data-dir', '/tmp/data' + i], { stdio: 'ignore' });
+        const poll = () => fetch('http://127.0.0.1:' + (18787 + i) + '/ready').then((r) => r.status === 200, () => false).then((ok) => {
+          if (ok) { runs.push(Math.round(performance.now() - t0)); child.kill('SIGTERM'); child.on('exit', resolve); } else setTimeout(poll, 5);
+        });
+        poll();
+      });
+      (async () => { for (let i = 0; i < 5; i++) await once(i); out.startupMs = runs; console.log(JSON.stringify(out)); process.exit(0); })();
+    `;
+    await apply(JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'image-probe' },
+      spec: {
+        restartPolicy: 'Never',
+        automountServiceAccountToken: false,
+        securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 },
+        containers: [{
+          name: 'probe',
+          image: `${REPOSITORY}:${TAG_1}`,
+          imagePullPolicy: 'Never',
+          command: ['node', '-e', probe],
+          securityContext: { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+        }],
+        volumes: [{ name: 'tmp', emptyDir: {} }],
+      },
+    }));
+    await eventually(async () => (/Succeeded|Failed/.test((await kubectl('get', 'pod', 'image-probe', '-o', 'jsonpath={.status.phase}')).stdout) ? true : undefined), 120_000, 'the image probe pod', 500);
+    const ran = await kubectl('logs', 'image-probe');
+    await kubectl('delete', 'pod', 'image-probe', '--wait=false');
+    const measured = JSON.parse(ran.stdout.trim().split('\n').at(-1) ?? '{}') as { uid: number; rootWritable: unknown; packages: string[]; startupMs: number[] };
+    const sorted = [...measured.startupMs].sort((x, y) => x - y);
+    results['imageInPod'] = { uid: measured.uid, rootWritable: measured.rootWritable, packages: measured.packages.length, startupMs: measured.startupMs, startupMedianMs: sorted[2] };
+    log(`in a pod: uid ${measured.uid}, write to /app → ${String(measured.rootWritable)}, ${measured.packages.length} packages (none dev-only); serve → first /ready 200: ${measured.startupMs.join(', ')} ms (median ${sorted[2]} ms)`);
+    assert.equal(measured.uid, 1000);
+    assert.equal(measured.rootWritable, 'EROFS');
+    assert.deepEqual(measured.packages.filter((name) => devOnly.includes(name) || !production.has(name)), [], 'only production dependencies in the image');
+    assert.ok(production.size > 20);
+    assert.ok((sorted[0] ?? Infinity) < 1000, `start-up ${measured.startupMs.join(', ')} ms`);
   });
 
   test('config propagation: GatewayConfig changes, new Providers and Secret rotations reach every replica, p95 ≤ 2 s, 0 failed requests', async () => {
-    assert.ok(traffic, 'the install test ran');
+    assert.ok(serviceOrigin !== '', 'the install test ran');
+    traffic = startSteadyTraffic({ origin: serviceOrigin, headers: { 'x-gateway-api-key': gatewayKey, 'x-gateway-config': 'steady' }, expect: 'model=steady' });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     traffic.take();
     const samples: Record<string, number[]> = { gatewayConfig: [], provider: [], secret: [] };
     for (let i = 1; i <= 10; i++) {

@@ -1,0 +1,92 @@
+// Which config hash every ready proxy replica serves: the proxy Service's Endpoints (ready
+// addresses only) and each replica's GET /ready, asked by the leader only.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { KubeClient } from '../../operator/k8s/kube-client.ts';
+import { KubeApiError } from '../../operator/k8s/kube-client.ts';
+import { ProgrammedTracker, type ServedSnapshot } from '../../operator/k8s/programmed-tracker.ts';
+
+function fakeClient(endpoints: () => unknown): { client: KubeClient; paths: string[] } {
+  const paths: string[] = [];
+  const client = {
+    async request(method: string, path: string) {
+      paths.push(`${method} ${path}`);
+      const answer = endpoints();
+      if (answer instanceof Error) throw answer;
+      return answer;
+    },
+  } as unknown as KubeClient;
+  return { client, paths };
+}
+
+async function until<T>(check: () => T | undefined, what: string): Promise<T> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+const endpointsOf = (ips: string[]) => ({ subsets: [{ addresses: ips.map((ip) => ({ ip })), ports: [{ name: 'http', port: 8787 }] }] });
+
+describe('ProgrammedTracker', () => {
+  test('reports a hash only when every ready replica serves it, and asks only the ready addresses of the proxy Service', async () => {
+    const served = new Map([['10.0.0.1:8787', 'old'], ['10.0.0.2:8787', 'old']]);
+    const { client, paths } = fakeClient(() => endpointsOf(['10.0.0.2', '10.0.0.1']));
+    const snapshots: ServedSnapshot[] = [];
+    const tracker = new ProgrammedTracker({
+      client,
+      namespace: 'team-a',
+      serviceName: 'aigw-aigateway-proxy',
+      active: () => true,
+      onChange: (snapshot) => snapshots.push(snapshot),
+      pendingIntervalMs: 5,
+      settledIntervalMs: 5,
+      fetchHash: async (address) => served.get(address),
+    });
+    tracker.start();
+    tracker.expect('new');
+    await until(() => (tracker.snapshot.hash === 'old' ? true : undefined), 'both replicas on the old hash');
+    assert.deepEqual(paths[0], 'GET /api/v1/namespaces/team-a/endpoints/aigw-aigateway-proxy');
+    served.set('10.0.0.1:8787', 'new');
+    await until(() => (snapshots.some((snapshot) => snapshot.hash === undefined && snapshot.replicas.length === 2) ? true : undefined), 'a mixed snapshot');
+    assert.equal(tracker.snapshot.hash, undefined, 'replicas disagree: nothing is served everywhere');
+    served.set('10.0.0.2:8787', 'new');
+    await until(() => (tracker.snapshot.hash === 'new' ? true : undefined), 'both on the new hash');
+    assert.deepEqual(tracker.snapshot.replicas.map((replica) => replica.address), ['10.0.0.1:8787', '10.0.0.2:8787']);
+    tracker.stop();
+  });
+
+  test('a replica that does not answer, no ready replica at all, or a missing Service means not served; followers never ask', async () => {
+    let answer: unknown = endpointsOf(['10.0.0.1', '10.0.0.3']);
+    const { client, paths } = fakeClient(() => answer);
+    let leader = false;
+    const tracker = new ProgrammedTracker({
+      client,
+      namespace: 'ns',
+      serviceName: 'proxy',
+      active: () => leader,
+      onChange: () => undefined,
+      pendingIntervalMs: 5,
+      fetchHash: async (address) => (address.startsWith('10.0.0.3') ? Promise.reject(new Error('ECONNREFUSED')) : 'h1'),
+    });
+    tracker.start();
+    tracker.expect('h1');
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.equal(paths.length, 0, 'a follower does not ask');
+    leader = true;
+    tracker.poke();
+    await until(() => (tracker.snapshot.replicas.length === 2 ? true : undefined), 'the replicas asked');
+    assert.equal(tracker.snapshot.hash, undefined);
+    answer = { subsets: [] };
+    await until(() => (tracker.snapshot.replicas.length === 0 ? true : undefined), 'no ready replica');
+    assert.equal(tracker.snapshot.hash, undefined);
+    answer = new KubeApiError(404, 'NotFound', 'endpoints "proxy" not found');
+    tracker.poke();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.equal(tracker.snapshot.hash, undefined);
+    tracker.stop();
+  });
+});

@@ -1,5 +1,5 @@
 import { PassThrough, Transform, type TransformCallback } from 'node:stream';
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError, type OpenAIErrorBody } from '../errors.ts';
 import { isRecord } from '../providers/anthropic-wire.ts';
 import type { PlanInput, ProviderAdapter, UpstreamRequestPlan } from '../providers/provider-adapter.ts';

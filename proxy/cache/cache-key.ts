@@ -23,7 +23,7 @@
 // never does. See docs/caching.md.
 
 import { createHash } from 'node:crypto';
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 
 /** Bumped when the key derivation changes, so old entries are never read with new meaning. */
 const KEY_VERSION = 1;

@@ -11,7 +11,7 @@
 //                                                                    → SEMANTIC_HIT
 //   otherwise                                                        → MISS (save stores)
 
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { conversationText, semanticPartition, simpleCacheKey } from './cache-key.ts';
 import { ttlMsFromMaxAge, type CachedAnswer, type CacheStatus, type ResponseCacheStore } from './response-cache-store.ts';
 import { DEFAULT_SEMANTIC_THRESHOLD, type Embedder, type SemanticIndex } from './semantic-cache.ts';

@@ -1,12 +1,11 @@
 // parseRoutingConfig(): the one entry point that turns untrusted input (an
 // inline x-gateway-config header or a saved config from the state file) into a
 // RoutingConfig, or into a list of readable issues for a 400 / a load warning.
-import type { z } from 'zod';
 import { RoutingConfigSchema } from './routing-config-schema.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
 import { collectRoutingRuleIssues, isPlainObject } from './routing-config-rules.ts';
 import type { ConfigIssue } from './routing-config-rules.ts';
-import { fromZodIssue } from './zod-issues.ts';
+import { formatIssue, fromZodIssue } from '../openai/zod-issues.ts';
 
 /** How many levels of `targets` may nest below the root config. */
 export const MAX_TARGET_DEPTH = 8;
@@ -26,13 +25,13 @@ export type RoutingConfigParseResult =
 export function parseRoutingConfig(input: unknown): RoutingConfigParseResult {
   try {
     const tooDeep = findTooDeepTargets(input);
-    if (tooDeep !== undefined) return { success: false, issues: [formatIssue(tooDeep)] };
+    if (tooDeep !== undefined) return { success: false, issues: [formatConfigIssue(tooDeep)] };
     // reportInput lets the formatter tell a missing key ("Required") from a wrong value.
     const parsed = RoutingConfigSchema.safeParse(input, { reportInput: true });
     const issues: ConfigIssue[] = parsed.success ? [] : parsed.error.issues.flatMap((issue) => fromZodIssue(issue, []));
     issues.push(...collectRoutingRuleIssues(input));
     if (parsed.success && issues.length === 0) return { success: true, config: parsed.data };
-    return { success: false, issues: unique(issues.map(formatIssue)) };
+    return { success: false, issues: unique(issues.map(formatConfigIssue)) };
   } catch (error) {
     // Only exotic inputs get here (throwing getters, proxies); JSON never does.
     const reason = error instanceof Error ? error.message : String(error);
@@ -67,19 +66,8 @@ function findTooDeepTargets(input: unknown): ConfigIssue | undefined {
 }
 
 /** `targets[1].retry.attempts: Required`; the root is `config`. */
-function formatIssue(issue: ConfigIssue): string {
-  return `${formatPath(issue.path)}: ${issue.message}`;
-}
-
-function formatPath(path: ReadonlyArray<string | number>): string {
-  if (path.length === 0) return 'config';
-  let text = '';
-  for (const segment of path) {
-    if (typeof segment === 'number') text += `[${segment}]`;
-    else if (/^[A-Za-z_$][\w$]*$/.test(segment)) text += text === '' ? segment : `.${segment}`;
-    else text += `[${JSON.stringify(segment)}]`;
-  }
-  return text;
+function formatConfigIssue(issue: ConfigIssue): string {
+  return formatIssue(issue, 'config');
 }
 
 function unique<T>(values: readonly T[]): T[] {

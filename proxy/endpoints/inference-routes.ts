@@ -9,7 +9,8 @@ import type { RequestContext } from '../request-context.ts';
 import { walkPlan, type RoutingRuntime, type WalkProgress } from '../routing/execute-plan.ts';
 import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute } from '../routing/select-route.ts';
-import { validateRequestBody, type InferenceEndpoint } from './body-validation.ts';
+import { validateRequestBody } from '../openai/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { relayResponse, type StreamGuard } from './relay-response.ts';
 import { messagesRelayAdapter } from '../anthropic-ingress/messages-adapter.ts';
 import {

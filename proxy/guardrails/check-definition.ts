@@ -3,8 +3,8 @@
 // compiled) into a function the engine calls per request with a CheckInput.
 
 import type { z } from 'zod';
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
-import { describeZodIssue } from './guardrail-config-error.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
+import { fromZodIssue } from '../openai/zod-issues.ts';
 import { CheckParameterError } from '../errors.ts';
 
 /** Before the upstream call (request hooks, input guardrails) or after it (response hooks, output guardrails). */
@@ -94,7 +94,7 @@ export function defineCheck<Parameters>(definition: CheckDefinition<Parameters>)
     compile(raw) {
       const parsed = definition.parameters.safeParse(raw, { reportInput: true });
       if (!parsed.success) {
-        return { issues: parsed.error.issues.flatMap(describeZodIssue) };
+        return { issues: parsed.error.issues.flatMap((issue) => fromZodIssue(issue)) };
       }
       try {
         return { run: definition.prepare(parsed.data), mayTransform: definition.mayTransform(parsed.data) };

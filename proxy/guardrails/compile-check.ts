@@ -2,7 +2,7 @@
 // compileGuardrails (configs) and GuardrailEntrySchema (saved guardrails at load).
 
 import type { PreparedCheck, RegisteredCheck } from './check-definition.ts';
-import type { GuardrailIssue, IssuePath } from './guardrail-config-error.ts';
+import type { FieldIssue, IssuePath } from '../openai/zod-issues.ts';
 import { normalizeCheckId } from './builtin-checks.ts';
 
 /** A check ready to run inside a hook. */
@@ -26,7 +26,7 @@ export function compileCheckAt(
   idPath: IssuePath,
   parametersPath: IssuePath,
   registry: ReadonlyMap<string, RegisteredCheck>,
-): CompiledCheck | { readonly issues: GuardrailIssue[] } {
+): CompiledCheck | { readonly issues: FieldIssue[] } {
   const id = normalizeCheckId(rawId);
   const check = registry.get(id);
   if (check === undefined) return { issues: [{ path: idPath, message: `unknown check "${id}"` }] };
@@ -47,6 +47,6 @@ export function compileCheck(
   parameters: Readonly<Record<string, unknown>>,
   path: IssuePath,
   registry: ReadonlyMap<string, RegisteredCheck>,
-): CompiledCheck | { readonly issues: GuardrailIssue[] } {
+): CompiledCheck | { readonly issues: FieldIssue[] } {
   return compileCheckAt(rawId, parameters, [...path, 'id'], [...path, 'parameters'], registry);
 }

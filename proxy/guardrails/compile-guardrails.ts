@@ -12,7 +12,7 @@ import type { HookPhase, RegisteredCheck } from './check-definition.ts';
 import type { GuardrailEntry } from './guardrail-schema.ts';
 import { BUILTIN_CHECKS } from './builtin-checks.ts';
 import { compileCheck, compileCheckAt, type CompiledCheck } from './compile-check.ts';
-import { formatIssue, formatIssuePath, type GuardrailIssue, type IssuePath } from './guardrail-config-error.ts';
+import { formatIssue, formatIssuePath, type FieldIssue, type IssuePath } from '../openai/zod-issues.ts';
 import { GuardrailConfigError } from '../errors.ts';
 
 export type { CompiledCheck } from './compile-check.ts';
@@ -77,8 +77,8 @@ export function compileGuardrails(
 ): CompiledGuardrails {
   const registry = options.registry ?? BUILTIN_CHECKS;
   const root = options.path ?? [];
-  const issues: GuardrailIssue[] = [];
-  const compile = (id: string, hook: HookLike, phase: HookPhase, checks: ReadonlyArray<CompiledCheck | { issues: GuardrailIssue[] }>, path: IssuePath): CompiledHook => {
+  const issues: FieldIssue[] = [];
+  const compile = (id: string, hook: HookLike, phase: HookPhase, checks: ReadonlyArray<CompiledCheck | { issues: FieldIssue[] }>, path: IssuePath): CompiledHook => {
     const compiled: CompiledCheck[] = [];
     for (const check of checks) {
       if ('issues' in check) issues.push(...check.issues);
@@ -122,7 +122,7 @@ export function compileGuardrails(
 
   const before = [...longForm('before_request_hooks', 'before'), ...shortForm('input_guardrails', 'before')];
   const after = [...longForm('after_request_hooks', 'after'), ...shortForm('output_guardrails', 'after')];
-  if (issues.length > 0) throw new GuardrailConfigError(issues.map(formatIssue));
+  if (issues.length > 0) throw new GuardrailConfigError(issues.map((issue) => formatIssue(issue)));
   if (before.length === 0 && after.length === 0) return EMPTY_GUARDRAILS;
   return Object.freeze({
     before: Object.freeze(before),

@@ -7,7 +7,7 @@
 // Rewrites never touch the caller's object: only the containers on the path to a
 // changed string are copied, and an unchanged body comes back as the same reference.
 
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 
 /** Turns one piece of text into its replacement (return the argument to keep it). */
 export type TextRewrite = (text: string) => string;

@@ -2,7 +2,7 @@
 // They ignore the text, so they give the same verdict before and after the call.
 
 import { z } from 'zod';
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { defineCheck, neverTransforms } from './check-definition.ts';
 import { ListOperatorSchema, listVerdict } from './text-checks.ts';
 

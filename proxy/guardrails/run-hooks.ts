@@ -14,7 +14,7 @@
 // fail_on_error; either way its error is reported.
 
 import type { HookFeedback } from '../config/routing-config-hooks-schema.ts';
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import type { CheckInput, HookPhase } from './check-definition.ts';
 import type { CompiledCheck, CompiledGuardrails, CompiledHook } from './compile-guardrails.ts';
 import { requestText, responseText } from './guardrail-text.ts';

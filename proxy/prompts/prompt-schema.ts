@@ -11,7 +11,7 @@
 import Mustache from 'mustache';
 import type { TemplateSpans } from 'mustache';
 import { z } from 'zod';
-import { CHAT_MESSAGE_ROLES } from '../endpoints/chat-completions-body.ts';
+import { CHAT_MESSAGE_ROLES } from '../openai/chat-completions-body.ts';
 import {
   choiceCount,
   logitBias,
@@ -25,7 +25,7 @@ import {
   tokenLimit,
   toolChoice,
   topP,
-} from '../endpoints/completions-body.ts';
+} from '../openai/shared-fields.ts';
 
 /** Fixed delimiters: a process-wide change to Mustache.tags must not reinterpret prompts. */
 const TEMPLATE_TAGS: [string, string] = ['{{', '}}'];

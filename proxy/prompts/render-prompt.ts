@@ -16,8 +16,8 @@ import Mustache from 'mustache';
 import type { RenderOptions, TemplateSpans } from 'mustache';
 import type { z } from 'zod';
 import { GatewayError } from '../errors.ts';
-import { formatIssuePath } from '../endpoints/body-validation.ts';
-import { modelId } from '../endpoints/completions-body.ts';
+import { modelId } from '../openai/shared-fields.ts';
+import { describeZodIssue, formatIssue, formatIssuePath } from '../openai/zod-issues.ts';
 import { PROMPT_PARAMETER_KEYS, PromptParametersSchema, parsePromptTemplate } from './prompt-schema.ts';
 import type { PromptEntry } from './prompt-schema.ts';
 
@@ -253,32 +253,16 @@ function readVariables(variables: unknown, compiled: CompiledPrompt): { ok: true
   return invalid(`"variables" must be an object of template values, not ${got}`, 'variables');
 }
 
-function describeIssue(issue: z.core.$ZodRawIssue): string | undefined {
-  const items = issue.origin === 'array' ? ' items' : '';
-  switch (issue.code) {
-    case 'invalid_type':
-      return `must be ${issue.expected === 'record' ? 'an object' : `of type ${issue.expected}`}`;
-    case 'too_big':
-      return `must be at most ${String(issue.maximum)}${items}`;
-    case 'too_small':
-      return `must be at least ${String(issue.minimum)}${items}`;
-    case 'invalid_value':
-      return `must be one of ${issue.values.map(String).join(', ')}`;
-    default:
-      return undefined;
-  }
-}
-
 /** Root parameters, checked with the bounds the prompt's own defaults obey. */
 const OverridesSchema = PromptParametersSchema.extend({ model: modelId.optional() });
 
 type Overrides = z.infer<typeof OverridesSchema>;
 
 function parseOverrides(overrides: Record<string, unknown>): { ok: true; data: Overrides } | Failure {
-  const parsed = OverridesSchema.safeParse(overrides, { error: describeIssue });
+  const parsed = OverridesSchema.safeParse(overrides, { error: describeZodIssue });
   if (parsed.success) return { ok: true, data: parsed.data };
   const issues = parsed.error.issues;
-  const message = issues.map((issue) => `${formatIssuePath(issue.path)}: ${issue.message}`).join('; ');
+  const message = issues.map((issue) => formatIssue(issue)).join('; ');
   return invalid(message, formatIssuePath(issues[0]?.path ?? []) || null);
 }
 

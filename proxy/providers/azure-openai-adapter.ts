@@ -1,4 +1,4 @@
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError } from '../errors.ts';
 import { azureSettingsOf, resolveAzureOptions, type AzureSettings } from './azure-openai-options.ts';
 import type { PlanInput, ProviderAdapter, ProviderFamily, UpstreamRequestPlan } from './provider-adapter.ts';

@@ -4,6 +4,7 @@ import type { SavedProvider } from '../config/gateway-state.ts';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
 import { GatewayError } from '../errors.ts';
 import { headerValue } from '../gateway-headers.ts';
+import { formatIssue, fromZodIssue } from '../openai/zod-issues.ts';
 import type { ResolveOptionsInput } from './provider-adapter.ts';
 
 // Where an `azure-openai` (cloudA) target's settings come from, most specific first:
@@ -154,9 +155,9 @@ function credentialOf(node: RoutingConfig, saved: SavedProvider | undefined, hea
 }
 
 function savedOptions(saved: SavedProvider | undefined): SavedAzureOptions {
-  const parsed = SavedAzureOptionsSchema.safeParse(saved?.options ?? {});
+  const parsed = SavedAzureOptionsSchema.safeParse(saved?.options ?? {}, { reportInput: true });
   if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((issue) => `${['options', ...issue.path.map(String)].join('.')}: ${issue.message}`).join('; ');
+  const problems = parsed.error.issues.flatMap((issue) => fromZodIssue(issue, ['options'])).map((issue) => formatIssue(issue)).join('; ');
   throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `Saved provider "${saved?.slug ?? ''}" has invalid azure-openai options: ${problems}`, {
     param: 'options',
   });

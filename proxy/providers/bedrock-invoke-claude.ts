@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { betaList, clientAnthropicHeaders, isRecord } from './anthropic-wire.ts';
 import { EventStreamDecoder, type EventStreamMessage } from './bedrock-event-stream.ts';
 import { EventStreamFramingError } from '../errors.ts';

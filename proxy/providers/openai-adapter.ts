@@ -1,4 +1,4 @@
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import type { PlanInput, ProviderAdapter, UpstreamRequestPlan } from './provider-adapter.ts';
 import { normaliseProviderError } from './provider-errors.ts';
 

@@ -4,7 +4,7 @@ import type { Dispatcher } from 'undici';
 import type { SavedProvider } from '../config/gateway-state.ts';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
 import type { OpenAIErrorBody } from '../errors.ts';
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 
 // One interface for every provider family (DESIGN.md §3). The OpenAI family is the
 // identity: it forwards the client's bytes untouched. Other families translate bodies,

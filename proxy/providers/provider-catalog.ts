@@ -1,5 +1,5 @@
 import { withMessagesIngress } from '../anthropic-ingress/messages-adapter.ts';
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { anthropicFamily } from './anthropic-adapter.ts';
 import { azureOpenAIFamily } from './azure-openai-adapter.ts';
 import { bedrockFamily } from './bedrock-adapter.ts';

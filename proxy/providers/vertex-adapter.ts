@@ -1,5 +1,5 @@
 import { GatewayError, type OpenAIErrorBody } from '../errors.ts';
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { toAnthropicRequest } from './anthropic-request.ts';
 import { fromAnthropicMessage, normaliseAnthropicError } from './anthropic-response.ts';
 import { createAnthropicStreamTransform } from './anthropic-stream.ts';

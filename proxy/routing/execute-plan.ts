@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { GatewayState } from '../config/gateway-state.ts';
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError } from '../errors.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
 import type { RequestSpan } from '../observability/tracing.ts';

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError } from '../errors.ts';
 import { readBodyBytes } from './read-body.ts';
 import { guardedCall, upstreamFailure, secretsOfTarget, type GuardedResponse } from './guarded-call.ts';

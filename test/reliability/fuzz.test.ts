@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { parseRoutingConfig } from '../../proxy/config/routing-config-validation.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
-import { validateRequestBody } from '../../proxy/endpoints/body-validation.ts';
+import { validateRequestBody } from '../../proxy/openai/body-validation.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 

@@ -4,7 +4,7 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { InferenceEndpoint } from '../../../proxy/endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../../../proxy/openai/inference-endpoint.ts';
 import { compileGuardrails } from '../../../proxy/guardrails/compile-guardrails.ts';
 import { runBeforeHooks, type HookCheckResult, type RunOptions } from '../../../proxy/guardrails/run-hooks.ts';
 import { GuardrailConfigError } from '../../../proxy/errors.ts';

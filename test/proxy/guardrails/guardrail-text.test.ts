@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { InferenceEndpoint } from '../../../proxy/endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../../../proxy/openai/inference-endpoint.ts';
 import { mapRequestText, mapResponseText, requestText, requestTexts, responseText } from '../../../proxy/guardrails/guardrail-text.ts';
 
 const requests: Array<[InferenceEndpoint, Record<string, unknown>, string[]]> = [

@@ -26,7 +26,7 @@ import type { Transform } from 'node:stream';
 import { describe, test } from 'node:test';
 import { buildGatewayState } from '../../../proxy/config/gateway-state.ts';
 import { GatewayStateSchema } from '../../../proxy/config/state-schema.ts';
-import type { InferenceEndpoint } from '../../../proxy/endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../../../proxy/openai/inference-endpoint.ts';
 import { GatewayError } from '../../../proxy/errors.ts';
 import type { ResolvedTarget, UpstreamRequestPlan } from '../../../proxy/providers/provider-adapter.ts';
 import { SseParser } from '../../../proxy/providers/sse-parser.ts';

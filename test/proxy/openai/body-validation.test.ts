@@ -1,8 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { GatewayError } from '../../../proxy/errors.ts';
-import { formatIssuePath, validateRequestBody } from '../../../proxy/endpoints/body-validation.ts';
-import type { InferenceEndpoint } from '../../../proxy/endpoints/body-validation.ts';
+import { validateRequestBody } from '../../../proxy/openai/body-validation.ts';
+import type { InferenceEndpoint } from '../../../proxy/openai/inference-endpoint.ts';
+import { formatIssuePath } from '../../../proxy/openai/zod-issues.ts';
 import { ENDPOINT_PATHS, LIMIT_VIOLATIONS, MINIMAL_BODIES, VALID_BODIES } from '../../fixtures/limits-violations.ts';
 
 const ENDPOINTS = Object.keys(ENDPOINT_PATHS) as InferenceEndpoint[];

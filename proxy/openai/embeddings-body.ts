@@ -3,7 +3,7 @@
 // The 2048-item cap is OpenAI's own and differs per provider, so it is not checked.
 
 import { z } from 'zod';
-import { modelId, unionError } from './completions-body.ts';
+import { modelId, unionError } from './shared-fields.ts';
 
 const text = z.string().min(1);
 const tokens = z.array(z.int().min(0)).min(1);

@@ -3,7 +3,7 @@
 // types and top-level fields often, so unknown ones pass to the provider untouched.
 
 import { z } from 'zod';
-import { modelId, unionError } from './completions-body.ts';
+import { modelId, unionError } from './shared-fields.ts';
 
 const block = z.looseObject({ type: z.string().min(1) });
 

@@ -4,7 +4,7 @@
 // IncludeEnum, a superset of the spec's three values.
 
 import { z } from 'zod';
-import { modelId, temperature, toolChoice, tools, topP, unionError } from './completions-body.ts';
+import { modelId, temperature, toolChoice, tools, topP, unionError } from './shared-fields.ts';
 
 export const RESPONSE_INCLUDE_VALUES = [
   'file_search_call.results',

@@ -19,7 +19,7 @@ import {
   tools,
   topP,
   unionError,
-} from './completions-body.ts';
+} from './shared-fields.ts';
 
 export const CHAT_MESSAGE_ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'] as const;
 

@@ -179,7 +179,7 @@ describe('aigateway on a real Kubernetes cluster', { skip, timeout: 900_000 }, (
   test('helm install: operator and proxy pods Ready, resources applied, a request through the Service reaches the mock pod', async () => {
     // The documented CRD step (docs/kubernetes.md): also resets a CRD a previous run upgraded.
     const crds = (await env.helm(['show', 'crds', CHART])).stdout;
-    await env.kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: crds });
+    await env.kubectl(['apply', '--server-side', '--field-manager=helm', '--force-conflicts', '-f', '-'], { input: crds });
     const mock = (await readFile(join(ROOT, 'test', 'cluster', 'mock-provider.yaml'), 'utf8')).replace('IMAGE', `${REPOSITORY}:${TAG_1}`);
     await apply(mock);
     const started = performance.now();
@@ -403,7 +403,7 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
     traffic.take();
     const started = performance.now();
     // docs/kubernetes.md, "Upgrade": CRDs first (helm never upgrades crds/), then the release.
-    await env.kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: (await env.helm(['show', 'crds', chart])).stdout });
+    await env.kubectl(['apply', '--server-side', '--field-manager=helm', '--force-conflicts', '-f', '-'], { input: (await env.helm(['show', 'crds', chart])).stdout });
     await env.helm(['upgrade', RELEASE, chart, '-n', NS, '--reuse-values', '--set', `image.tag=${TAG_2}`, '--wait', '--timeout', '180s'], { timeoutMs: 200_000 });
     await eventually(
       async () => {
@@ -469,6 +469,17 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
     assert.deepEqual(left, []);
     const crds = (await env.kubectl(['get', 'crds', '-o', 'name'])).stdout;
     for (const plural of ['gatewayconfigs', 'providers', 'ratelimitpolicies', 'prompts', 'guardrails', 'gatewayapikeys']) assert.match(crds, new RegExp(`${plural}\\.aigateway\\.dev`));
+    // The documented CRD step leaves the CRDs to Helm's field manager: installing the chart
+    // again (another team's release) does not conflict with them.
+    const second = `${NS}-second`;
+    await env.kubectl(['create', 'namespace', second]);
+    try {
+      const again = await env.helm(['install', 'second', CHART, '-n', second, '--set', `image.repository=${REPOSITORY}`, '--set', `image.tag=${TAG_2}`, '--set', 'image.pullPolicy=Never'], { allowFailure: true });
+      assert.equal(again.code, 0, again.stderr);
+    } finally {
+      await env.helm(['uninstall', 'second', '-n', second, '--wait=false'], { allowFailure: true });
+      await env.kubectl(['delete', 'namespace', second, '--wait=false'], { allowFailure: true });
+    }
     const kept = (await kubectl('get', 'gatewayconfigs,providers,gatewayapikeys', '-o', 'name')).stdout;
     assert.match(kept, /gatewayconfig.aigateway.dev\/prop/);
     log('helm uninstall: only the CRDs, the custom resources and the user\'s Secrets/mock remain');

@@ -153,4 +153,25 @@ describe('Helm chart', { skip, timeout: 240_000 }, () => {
     assert.notEqual(pods.code, 0);
     assert.match(pods.stderr, /forbidden/i);
   });
+
+  test("the proxy's ServiceAccount may read and watch exactly its two state objects", async () => {
+    const token = (await env.kubectl(['-n', namespace, 'create', 'token', `${FULLNAME}-proxy`, '--duration=1h'])).stdout.trim();
+    const canI = async (...args: string[]): Promise<boolean> =>
+      (await env.kubectl(['auth', 'can-i', '--token', token, '-n', namespace, ...args], { allowFailure: true })).stdout.trim() === 'yes';
+    const allowed = {
+      'watch the state ConfigMap': await canI('watch', `configmap/${FULLNAME}-state`),
+      'list the state ConfigMap': await canI('list', `configmap/${FULLNAME}-state`),
+      'get the credentials Secret': await canI('get', `secret/${FULLNAME}-credentials`),
+      'watch the credentials Secret': await canI('watch', `secret/${FULLNAME}-credentials`),
+    };
+    const denied = {
+      'list all ConfigMaps': await canI('list', 'configmaps'),
+      'get another Secret': await canI('get', 'secret/openai-credentials'),
+      'list all Secrets': await canI('list', 'secrets'),
+      'patch the state ConfigMap': await canI('patch', `configmap/${FULLNAME}-state`),
+      'list providers': await canI('list', 'providers.aigateway.dev'),
+    };
+    assert.deepEqual(allowed, Object.fromEntries(Object.keys(allowed).map((key) => [key, true])));
+    assert.deepEqual(denied, Object.fromEntries(Object.keys(denied).map((key) => [key, false])));
+  });
 });

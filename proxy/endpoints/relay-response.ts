@@ -165,16 +165,6 @@ function streamAnswer(reply: FastifyReply, input: RelayInput): { stream: Readabl
   upstream.body.once('end', () => {
     context.upstreamDoneAt = process.hrtime.bigint();
   });
-  let stream: Readable = upstream.body;
-  // One oversize event ends the stream before anything downstream buffers it.
-  if (/event-stream/i.test(String(upstream.headers['content-type'] ?? ''))) stream = chain(stream, new SseEventSizeGuard());
-  const adapter = target.adapter;
-  if (adapter.createStreamTransform !== undefined) {
-    reply.removeHeader('content-length');
-    reply.header('content-type', 'text/event-stream; charset=utf-8');
-    reply.header('cache-control', 'no-cache');
-    stream = chain(stream, adapter.createStreamTransform(endpoint, requestBody));
-  }
   // The order is what each stage sees: the cache stores the answer with its hook_results
   // and usage; the held answer is checked as the client would get it.
   const stages: SseFrameStage[] = [];
@@ -201,6 +191,20 @@ function streamAnswer(reply: FastifyReply, input: RelayInput): { stream: Readabl
   if (input.streamGuard?.mode === 'hold') {
     assembled = new StreamAssembler(endpoint);
     stages.push(assembled);
+  }
+  let stream: Readable = upstream.body;
+  const translate = target.adapter.createStreamTransform;
+  const translated = translate !== undefined;
+  // One oversize event ends the stream before anything downstream buffers it: a
+  // translator's input is guarded; untranslated, the pipeline's splitter holds the same cap.
+  if ((translated || stages.length === 0) && /event-stream/i.test(String(upstream.headers['content-type'] ?? ''))) {
+    stream = chain(stream, new SseEventSizeGuard());
+  }
+  if (translate !== undefined) {
+    reply.removeHeader('content-length');
+    reply.header('content-type', 'text/event-stream; charset=utf-8');
+    reply.header('cache-control', 'no-cache');
+    stream = chain(stream, translate.call(target.adapter, endpoint, requestBody));
   }
   if (stages.length > 0) stream = chain(stream, new SseFramePipeline(stages));
   reply.removeHeader('content-length');

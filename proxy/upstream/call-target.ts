@@ -24,6 +24,9 @@ export type AttemptResult =
     }
   | { readonly kind: 'error'; readonly error: GatewayError; readonly target: ResolvedTarget; readonly networkOrTimeout: boolean };
 
+/** A target's answer (any status) with what the relay needs: the walk's outcome when a target answered. */
+export type UpstreamAnswer = Extract<AttemptResult, { kind: 'response' }>;
+
 export interface PlainAnswer {
   readonly bytes: Buffer;
   /** The parsed JSON, or undefined when the answer is not JSON. */

@@ -17,7 +17,7 @@
 // delta fields are concatenated when strings, else the last value wins. stream-replay.ts is
 // the inverse.
 
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { NOT_JSON, SseParser, type SseFrame } from '../providers/sse-parser.ts';
 import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './response-cache-store.ts';

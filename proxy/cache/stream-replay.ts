@@ -17,7 +17,7 @@
 // The inverse — a live stream assembled into the non-streaming answer — is
 // stream-assembler.ts; the tests hold the two to a round trip.
 
-import type { InferenceEndpoint } from '../endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 
 export interface ReplayOptions {
   /** stream_options.include_usage of the request being answered. */
@@ -30,11 +30,6 @@ type Json = Record<string, unknown>;
 const MIN_PIECE_CHARS = 32;
 /** At most about this many pieces per text, however long (bounds the replay's overhead). */
 const MAX_PIECES = 64;
-
-/** True for the endpoints whose cached answers can be replayed as a stream. */
-export function isReplayableEndpoint(endpoint: InferenceEndpoint): boolean {
-  return endpoint === 'chat.completions' || endpoint === 'completions';
-}
 
 /**
  * The SSE stream equivalent to a cached answer, or undefined when it cannot be replayed

@@ -6,10 +6,11 @@ import { guardedFetch } from '../upstream/guarded-call.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
 import { compileGuardrails, EMPTY_GUARDRAILS, type CompiledGuardrails } from '../guardrails/compile-guardrails.ts';
+import { hookResultsChunk } from '../guardrails/hook-results-chunk.ts';
 import { runAfterHooks, runBeforeHooks, type HookContext, type HookResult, type HooksOutcome, type RunOptions } from '../guardrails/run-hooks.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
 import type { Logger } from 'pino';
-import type { InferenceEndpoint } from './body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 
 // Hooks and guardrails on the request path (DESIGN.md §2): input checks before routing
 // (deny → 446, upstream never called), output checks on the answer (deny → 446; a failed
@@ -126,7 +127,7 @@ export class GuardedStreamTail implements SseFrameStage {
     if (this.#finished || frame.data.trim() !== '[DONE]') return frame;
     this.#finished = true;
     return this.#finish(this.#assembler.result()).then(
-      (results) => [SseFrame.of({ object: 'chat.completion.chunk', choices: [], hook_results: results }), frame],
+      (results) => [SseFrame.of(hookResultsChunk(results)), frame],
       () => [frame],
     );
   }

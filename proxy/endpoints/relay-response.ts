@@ -8,7 +8,7 @@ import { readBodyText } from '../upstream/read-body.ts';
 import { oversizeErrorBody, SseEventSizeGuard, SseEventTooLargeError } from '../providers/sse-parser.ts';
 import type { AnswerObserver } from './response-caching.ts';
 import type { RequestContext } from '../request-context.ts';
-import type { InferenceEndpoint } from './body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { modelOf, UsageStage, usageOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
 import { SseFramePipeline, type SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { StreamAssembler } from '../cache/stream-assembler.ts';

@@ -9,7 +9,7 @@ import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import type { PlanNode } from '../routing/routing-plan.ts';
-import type { InferenceEndpoint } from './body-validation.ts';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 
 // The cache on the request path (DESIGN.md §2): look up before routing, answer a HIT
 // without calling a provider (replayed as SSE for stream requests), and store fresh 2xx
@@ -19,8 +19,6 @@ export interface CacheFlow {
   readonly request: CacheRequest;
   readonly lookup: CacheLookup;
 }
-
-export const DISABLED_LOOKUP: CacheLookup = { status: 'DISABLED' };
 
 /** The cache request for this call, or undefined when the config has no `cache`. */
 export function cacheRequestOf(

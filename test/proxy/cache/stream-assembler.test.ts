@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { StreamAssembler } from '../../../proxy/cache/stream-assembler.ts';
-import type { InferenceEndpoint } from '../../../proxy/endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../../../proxy/openai/inference-endpoint.ts';
 import {
   chatCompletion,
   chatCompletionChunks,

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { StreamAssembler } from '../../../proxy/cache/stream-assembler.ts';
 import { pieces, replayAsSse } from '../../../proxy/cache/stream-replay.ts';
-import type { InferenceEndpoint } from '../../../proxy/endpoints/body-validation.ts';
+import type { InferenceEndpoint } from '../../../proxy/openai/inference-endpoint.ts';
 import { chatCompletion, textCompletion, type BuildContext, type JsonObject } from '../../fixtures/mock-openai-payloads.ts';
 import { startMockOpenAI, type MockOpenAI } from '../../fixtures/mock-openai.ts';
 

@@ -120,14 +120,9 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
           namespace,
           serviceName: options.proxyService,
           active: () => elector.isLeader && !closed,
+          // A reconcile writes the statuses (withProgrammed reads the snapshot).
           onChange(snapshot) {
-            const current = view;
-            if (snapshot.hash !== undefined && current !== undefined && current.serialized.hash === snapshot.hash) {
-              for (const status of current.result.statuses) {
-                if (status.kind === 'GatewayConfig' && status.rendered) programmed.set(status.name, status.generation);
-              }
-            }
-            metrics.proxyReplicasServing.set(snapshot.replicas.filter((replica) => replica.hash === snapshot.hash && replica.hash !== undefined).length);
+            metrics.proxyReplicasServing.set(snapshot.hash === undefined ? 0 : snapshot.replicas.length);
             queue.add(KEY);
           },
         });

@@ -17,7 +17,7 @@ const { values } = parseArgs({
 });
 const durationMs = Number(values.seconds) * 1000;
 const rounds = Number(values.rounds);
-const KEY = 'gw-bench-cache-key-000000';
+const KEY = 'gw-bench-cache-key-000000-012345';
 
 // A model never answers in 0 ms; the mock's delay stands for the provider's own latency.
 const mock = await startMockUpstream(0, { ...DEFAULT_MOCK_OPTIONS, delayMs: Number(values['delay-ms']) });

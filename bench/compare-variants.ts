@@ -51,7 +51,7 @@ if (variants.length < 2) throw new Error("give at least two --variant 'name=[nod
 const routing = values.routing === 'single' ? 'single' : 'fallback';
 
 const workDir = mkdtempSync(join(tmpdir(), 'aigateway-compare-'));
-const apiKey = 'gw-bench-compare-variants';
+const apiKey = 'gw-bench-compare-variants-012345';
 const mock = await startMock(workDir, pin ? 1 : undefined, { delayMs: 0, chunks: 10, chunkIntervalMs: 20 });
 try {
   for (const variant of variants) {

@@ -137,7 +137,7 @@ async function serve(args: string[]): Promise<number> {
   const failMode = pick(values['ratelimit-fail-mode'], 'AIGATEWAY_RATELIMIT_FAIL_MODE', 'open');
   if (failMode !== 'open' && failMode !== 'closed') throw new UsageError(`ratelimit-fail-mode must be open or closed, got "${failMode}"`);
   const redisUrl = pick(values['redis-url'], 'REDIS_URL');
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 }); // stores and the secret key: owner only
   const policyStore = await FilePolicyStore.open(join(dataDir, 'rate-limit-policies.json'));
 
   const env = { ...process.env };
@@ -297,7 +297,7 @@ async function validate(args: string[]): Promise<number> {
   const file = positionals[0];
   if (file === undefined) throw new UsageError('validate needs a file: aigateway validate <file>');
   // Unset variables are reported as errors except GATEWAY_API_KEY, which serve generates.
-  const env = { GATEWAY_API_KEY: 'placeholder-for-validation', ...process.env };
+  const env = { GATEWAY_API_KEY: `gw-${randomBytes(24).toString('base64url')}`, ...process.env };
   const result = await loadStateFromFiles(
     { statePath: resolve(file), credentialsPath: values.credentials && resolve(values.credentials) },
     env,

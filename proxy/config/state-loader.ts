@@ -4,7 +4,8 @@ import type { z } from 'zod';
 import { substituteEnv } from './env-substitution.ts';
 import { parseRoutingConfig } from './routing-config-validation.ts';
 import { buildGatewayState, sha256Hex, type GatewayState } from './gateway-state.ts';
-import { CredentialsSchema, GatewayStateSchema } from './state-schema.ts';
+import { neverMatchProblem } from '../ratelimit/policy-matching.ts';
+import { CredentialsSchema, GatewayStateSchema, type GatewayStateDocument } from './state-schema.ts';
 
 // load → substitute ${ENV} → validate → build snapshot. Nothing here swaps the live
 // snapshot: the caller decides (a failed load keeps the last good one serving).
@@ -37,7 +38,11 @@ export function hashSources(texts: SourceTexts): string {
   return sha256Hex(`${texts.state}\u0000${texts.credentials ?? ''}`).slice(0, 16);
 }
 
-/** Parses and validates source texts into a snapshot; never throws. */
+/**
+ * Parse + validate: source texts → a complete snapshot, or every problem found. Never throws
+ * and installs nothing; every state source (files, the Kubernetes API) goes through here and
+ * the caller swaps the live state only on `ok`. Empty, torn or placeholder-keyed documents fail.
+ */
 export function loadStateFromTexts(
   texts: SourceTexts,
   env: Readonly<Record<string, string | undefined>>,
@@ -54,7 +59,7 @@ export function loadStateFromTexts(
   }
   const built = buildGatewayState(stateDoc.value, credentialsDoc.value, hashSources(texts));
   if (built.state === undefined) return { ok: false, errors: built.errors, warnings: built.warnings };
-  return { ok: true, state: built.state, warnings: built.warnings };
+  return { ok: true, state: built.state, warnings: [...built.warnings, ...neverMatchingPolicies(stateDoc.value)] };
 }
 
 export async function loadStateFromFiles(
@@ -77,13 +82,15 @@ function parseDocument<S extends z.ZodType>(
   schema: S,
 ): { value: z.output<S> | undefined; raw?: unknown; errors: string[] } {
   let raw: unknown;
+  // An empty (or comments-only) document is what a truncating writer (`cat new > file`) or
+  // a torn write leaves behind: never a state, or every key would answer 401 until the next write.
+  if (text.replace(/^\s*#.*$/gm, '').trim() === '') return { value: undefined, errors: [emptyDocument(label)] };
   try {
-    // An empty (or comments-only) document is an empty state, not an error.
-    raw = text.replace(/^\s*#.*$/gm, '').trim() === '' ? {} : loadYaml(text);
+    raw = loadYaml(text);
   } catch (error) {
     return { value: undefined, errors: [`${label}: invalid YAML: ${(error as Error).message.split('\n')[0]}`] };
   }
-  if (raw === undefined || raw === null) raw = {};
+  if (raw === undefined || raw === null) return { value: undefined, errors: [emptyDocument(label)] };
   const substituted = substituteEnv(raw, env);
   const parsed = schema.safeParse(substituted.value);
   const errors = substituted.issues.map((issue) => `${label}: ${issue}`);
@@ -94,6 +101,21 @@ function parseDocument<S extends z.ZodType>(
     return { value: undefined, raw: substituted.value, errors };
   }
   return { value: errors.length > 0 ? undefined : parsed.data, raw: substituted.value, errors };
+}
+
+// A warning, not an error: one contradictory RateLimitPolicy resource must not block every
+// other change of the state. The API refuses such policies outright.
+function neverMatchingPolicies(document: GatewayStateDocument): string[] {
+  const warnings: string[] = [];
+  document.rateLimitPolicies.forEach((policy, index) => {
+    const problem = neverMatchProblem(policy);
+    if (problem !== undefined) warnings.push(`state: rateLimitPolicies[${index}].${problem.param}: ${problem.message}`);
+  });
+  return warnings;
+}
+
+function emptyDocument(label: string): string {
+  return `${label}: the document is empty (an empty or truncated file is never a valid ${label}; the last good one keeps serving)`;
 }
 
 function savedConfigIssues(raw: unknown): string[] {

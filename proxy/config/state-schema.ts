@@ -9,10 +9,29 @@ import { RateLimitPolicySchema } from '../ratelimit/policy-schema.ts';
 
 const SLUG = /^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$/;
 
+/** Shortest plain gateway API key accepted; `openssl rand -base64 32` gives 44 characters. */
+export const MIN_GATEWAY_KEY_LENGTH = 32;
+
+// Markers of a key copied from an example and never replaced. A gateway that starts with
+// one is open to anyone who read the same example.
+const PLACEHOLDER_MARKER = /replace[-_. ]?me|change[-_. ]?me|placeholder|your[-_. ]?(?:api[-_. ]?)?key|<[^>]*>/i;
+const PLACEHOLDER_MESSAGE = 'looks like a placeholder (replace-me, changeme, placeholder, your-api-key, <…>): set a real key';
+
+/** True when a key is an obvious placeholder copied from an example. */
+export function isPlaceholderKey(key: string): boolean {
+  return PLACEHOLDER_MARKER.test(key);
+}
+
+const GatewayKeySchema = z
+  .string()
+  .min(MIN_GATEWAY_KEY_LENGTH, `must be at least ${MIN_GATEWAY_KEY_LENGTH} characters (e.g. \`openssl rand -base64 32\`), or use keyHash`)
+  .refine((key) => !isPlaceholderKey(key), PLACEHOLDER_MESSAGE);
+const ProviderKeySchema = z.string().refine((key) => !isPlaceholderKey(key), PLACEHOLDER_MESSAGE);
+
 export const ApiKeyEntrySchema = z
   .strictObject({
     id: z.string().min(1),
-    key: z.string().min(8, 'must be at least 8 characters').optional(),
+    key: GatewayKeySchema.optional(),
     keyHash: z
       .string()
       .regex(/^sha256:[0-9a-fA-F]{64}$/, 'must look like sha256:<64 hex digits>')
@@ -29,7 +48,7 @@ export const ProviderEntrySchema = z.strictObject({
   slug: z.string().regex(SLUG, 'must be letters, digits, ".", "_" or "-" (at most 63)'),
   provider: z.string().min(1),
   virtualKey: z.string().min(1).optional(),
-  apiKey: z.string().optional(),
+  apiKey: ProviderKeySchema.optional(),
   customHost: z.url({ protocol: /^https?$/ }).optional(),
   organization: z.string().optional(),
   project: z.string().optional(),
@@ -83,11 +102,11 @@ export type SavedConfigEntry = z.infer<typeof SavedConfigEntrySchema>;
 
 /** Credentials kept apart from the state (the Secret in a cluster), merged by slug / id. */
 export const CredentialsSchema = z.strictObject({
-  providers: z.record(z.string(), z.strictObject({ apiKey: z.string() })).default({}),
+  providers: z.record(z.string(), z.strictObject({ apiKey: ProviderKeySchema })).default({}),
   apiKeys: z
     .record(
       z.string(),
-      z.strictObject({ key: z.string().min(8).optional(), keyHash: z.string().optional() }),
+      z.strictObject({ key: GatewayKeySchema.optional(), keyHash: z.string().optional() }),
     )
     .default({}),
 });

@@ -1,12 +1,19 @@
 import { watch, type FSWatcher } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { GatewayState } from './gateway-state.ts';
-import { hashSources, loadStateFromTexts, readStateSources, type StateSources } from './state-loader.ts';
+import { hashSources, loadStateFromTexts, readStateSources, type SourceTexts, type StateSources } from './state-loader.ts';
 
 // Hot reload. We watch the directories, not the files: a ConfigMap volume swaps a
 // `..data` symlink, which a watch on the file itself never sees. fs.watch gives speed;
 // the poll (content hash every interval) gives certainty on filesystems where fs.watch
 // is silent.
+//
+// A writer that replaces the file in place (`cat new > gateway.yaml`, an editor saving in
+// two writes) is seen half-way: a change is loaded only once two reads `settleMs` apart
+// agree on size, mtime and content hash. A document that still fails validation is
+// reported (and never installed) by the caller.
 
 export type ReloadOutcome =
   | { ok: true; state: GatewayState; warnings: string[] }
@@ -18,6 +25,8 @@ export interface StateWatcherOptions {
   /** Hash of the sources already loaded, so the first poll does not reload them. */
   initialHash: string;
   intervalMs?: number;
+  /** How long the sources must stay unchanged before a change is loaded (ms, default 150). */
+  settleMs?: number;
   onReload: (outcome: ReloadOutcome) => void;
 }
 
@@ -33,18 +42,25 @@ export function watchStateSources(options: StateWatcherOptions): StateWatcher {
   let again = false;
   let closed = false;
 
+  const settleMs = options.settleMs ?? 150;
+
   const checkOnce = async (): Promise<void> => {
-    let texts;
-    try {
-      texts = await readStateSources(options.sources);
-    } catch {
-      // Mid-swap the file can be briefly absent; the next poll sees the new one.
-      return;
+    let first = await snapshotSources(options.sources);
+    // Mid-swap the file can be briefly absent; the next poll sees the new one.
+    if (first === undefined || first.hash === lastHash || closed) return;
+    for (let attempt = 0; ; attempt++) {
+      await delay(settleMs);
+      if (closed) return;
+      const second = await snapshotSources(options.sources);
+      if (second === undefined) return;
+      if (second.fingerprint === first.fingerprint) break;
+      // Still being written: wait again, a bounded number of times; the next poll resumes.
+      if (attempt >= 4) return;
+      first = second;
     }
-    const hash = hashSources(texts);
-    if (hash === lastHash || closed) return;
-    lastHash = hash;
-    const result = loadStateFromTexts(texts, options.env);
+    if (first.hash === lastHash) return;
+    lastHash = first.hash;
+    const result = loadStateFromTexts(first.texts, options.env);
     options.onReload(result);
   };
 
@@ -87,4 +103,27 @@ export function watchStateSources(options: StateWatcherOptions): StateWatcher {
       for (const watcher of watchers) watcher.close();
     },
   };
+}
+
+interface SourcesSnapshot {
+  readonly texts: SourceTexts;
+  readonly hash: string;
+  /** Content hash plus each file's size and mtime: equal across two reads = the writer is done. */
+  readonly fingerprint: string;
+}
+
+async function snapshotSources(sources: StateSources): Promise<SourcesSnapshot | undefined> {
+  try {
+    const paths = sources.credentialsPath === undefined ? [sources.statePath] : [sources.statePath, sources.credentialsPath];
+    const before = await Promise.all(paths.map((path) => stat(path)));
+    const texts = await readStateSources(sources);
+    const after = await Promise.all(paths.map((path) => stat(path)));
+    const stamp = (stats: typeof before): string => stats.map((s) => `${s.size}:${s.mtimeMs}`).join(',');
+    // Changed while we read it: not a consistent snapshot.
+    if (stamp(before) !== stamp(after)) return undefined;
+    const hash = hashSources(texts);
+    return { texts, hash, fingerprint: `${hash}|${stamp(after)}` };
+  } catch {
+    return undefined;
+  }
 }

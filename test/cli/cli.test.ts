@@ -126,12 +126,12 @@ describe('aigateway serve', () => {
   });
 
   test('environment variables configure serve when flags are absent', async () => {
-    const served = await serve([], cleanEnv({ AIGATEWAY_CONFIG: join(ROOT, 'gateway.example.yaml'), AIGATEWAY_PORT: '0', AIGATEWAY_HOST: '127.0.0.1', GATEWAY_API_KEY: 'gw-from-env-123456', AIGATEWAY_DATA_DIR: join(dir, 'data2'), AIGATEWAY_LOG_FILE: join(dir, 'r.log') }));
+    const served = await serve([], cleanEnv({ AIGATEWAY_CONFIG: join(ROOT, 'gateway.example.yaml'), AIGATEWAY_PORT: '0', AIGATEWAY_HOST: '127.0.0.1', GATEWAY_API_KEY: 'gw-from-env-123456-0123456789abc', AIGATEWAY_DATA_DIR: join(dir, 'data2'), AIGATEWAY_LOG_FILE: join(dir, 'r.log') }));
     try {
       assert.ok(!served.stderr().includes("this run's gateway API key"), 'no key generated when one is set');
       const response = await fetch(`${served.origin}/v1/embeddings`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-gateway-api-key': 'gw-from-env-123456' },
+        headers: { 'content-type': 'application/json', 'x-gateway-api-key': 'gw-from-env-123456-0123456789abc' },
         body: JSON.stringify({ model: 'm', input: 'x' }),
       });
       assert.equal(response.status, 400);

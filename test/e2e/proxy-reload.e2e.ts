@@ -15,7 +15,7 @@ import { startOperatorProcess, startProxyProcess, type OperatorProcess, type Pro
 
 const environment = await e2eEnvironment();
 const skip = typeof environment === 'string' ? `e2e skipped: ${environment}` : false;
-const ADMIN_KEY = 'gw-e2e-admin-key-0123456789';
+const ADMIN_KEY = 'gw-e2e-admin-key-0123456789-0123';
 const CHAT = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
 
 describe('proxy hot reload from the rendered ConfigMap', { skip, timeout: 240_000 }, () => {

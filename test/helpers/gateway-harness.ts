@@ -16,7 +16,7 @@ import type { RequestRecordSink } from '../../proxy/observability/request-record
 import type { ResponseCacheStore } from '../../proxy/cache/response-cache-store.ts';
 import { startGateway, type GatewayHost, type RunningGateway } from '../../proxy/start-gateway.ts';
 
-export const TEST_GATEWAY_KEY = 'gw-test-key-0123456789';
+export const TEST_GATEWAY_KEY = 'gw-test-key-0123456789-012345678';
 
 export interface Harness {
   readonly gateway: RunningGateway;
@@ -123,7 +123,7 @@ export function baseState(extra: Record<string, unknown> = {}): Record<string, u
   return {
     apiKeys: [
       { id: 'test', key: TEST_GATEWAY_KEY, scopes: ['inference', 'admin'] },
-      { id: 'no-inference', key: 'gw-admin-only-key-0000', scopes: ['admin'] },
+      { id: 'no-inference', key: 'gw-admin-only-key-0000-012345678', scopes: ['admin'] },
     ],
     // The mocks listen on loopback, which the egress guard denies unless allowed.
     egress: { allow: ['127.0.0.0/8', '::1'] },

@@ -193,7 +193,7 @@ describe('every request accounted exactly once', () => {
     }
 
     // Auth failure.
-    for (let i = 0; i < 2; i++) note('auth', await statusOf(sdk('auth', {}, 'gw-wrong-key-000000000').chat.completions.create(CHAT)));
+    for (let i = 0; i < 2; i++) note('auth', await statusOf(sdk('auth', {}, 'gw-wrong-key-000000000-012345678').chat.completions.create(CHAT)));
 
     // Timeouts hold every in-flight slot; one more request meets the overload 503.
     for (let i = 0; i < MAX_IN_FLIGHT; i++) mock.enqueue({ stall: 'before-headers' });

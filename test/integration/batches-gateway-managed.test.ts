@@ -197,7 +197,7 @@ describe('gateway-managed batches', () => {
     await assert.rejects(client.batches.retrieve('gwbatch-nope'), (error: unknown) => error instanceof OpenAI.NotFoundError);
     const wrongPurpose = await fetch(`${harness.gateway.url}/files`, {
       method: 'POST',
-      headers: { 'x-gateway-api-key': 'gw-test-key-0123456789', 'x-gateway-file-storage': 'gateway' },
+      headers: { 'x-gateway-api-key': 'gw-test-key-0123456789-012345678', 'x-gateway-file-storage': 'gateway' },
       body: form('fine-tune'),
     });
     assert.equal(wrongPurpose.status, 400);
@@ -225,7 +225,7 @@ describe('gateway-managed batches', () => {
 });
 
 async function fetchJson(path: string, headers: Record<string, string>): Promise<Record<string, unknown>> {
-  const response = await fetch(`${harness.gateway.url}${path}`, { headers: { 'x-gateway-api-key': 'gw-test-key-0123456789', ...headers } });
+  const response = await fetch(`${harness.gateway.url}${path}`, { headers: { 'x-gateway-api-key': 'gw-test-key-0123456789-012345678', ...headers } });
   assert.equal(response.status, 200, await response.clone().text());
   return (await response.json()) as Record<string, unknown>;
 }

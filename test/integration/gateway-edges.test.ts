@@ -72,7 +72,7 @@ describe('authentication', () => {
   });
 
   test('a key without the inference scope → 403', async () => {
-    const response = await post('/v1/chat/completions', CHAT, { 'x-gateway-api-key': 'gw-admin-only-key-0000' });
+    const response = await post('/v1/chat/completions', CHAT, { 'x-gateway-api-key': 'gw-admin-only-key-0000-012345678' });
     assert.equal(response.status, 403);
     assert.equal((await errorOf(response)).error.type, 'permission_error');
   });

@@ -15,7 +15,7 @@ import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from
 import { startGateway } from '../../proxy/start-gateway.ts';
 
 const CHAT = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
-const NEW_KEY = 'gw-added-during-traffic-1';
+const NEW_KEY = 'gw-added-during-traffic-1-012345';
 
 let mock: MockOpenAI;
 

@@ -14,7 +14,7 @@ import { RedisCounterStore } from '../../proxy/ratelimit/redis-counter-store.ts'
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
 
-const SECOND_KEY = 'gw-second-key-000000';
+const SECOND_KEY = 'gw-second-key-000000-0123456789a';
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'hi' }] };
 
 let mock: MockOpenAI;

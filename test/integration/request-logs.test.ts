@@ -14,7 +14,7 @@ import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
 
 const PROVIDER_KEY = 'sk-upstream-secret-for-logs-1234';
-const INFERENCE_ONLY_KEY = 'gw-inference-only-logs-key';
+const INFERENCE_ONLY_KEY = 'gw-inference-only-logs-key-01234';
 const RUN = randomUUID(); // metadata value unique to this run
 const TRACE_A = `trace-a-${RUN}`;
 const TRACE_B = `trace-b-${RUN}`;

@@ -221,7 +221,7 @@ describe('circuit breakers', () => {
       providers: providers(),
       configs: [{ id: 'alone', config: { strategy: { mode: 'loadbalance' }, cb_config: CB, targets: [{ name: 'only-a', provider: '@a' }, { name: 'only-b', provider: '@b' }] } }],
     });
-    (state['apiKeys'] as unknown[]).push({ id: 'extra', key: 'gw-extra-key-123' });
+    (state['apiKeys'] as unknown[]).push({ id: 'extra', key: 'gw-extra-key-123-0123456789abcde' });
     await harness.writeState(state);
     await waitFor(() => harness.gateway.server.currentState().hash !== hashBefore, 3000, 'the reload');
     const stillOpen = await alone().chat.completions.create(CHAT).catch((e: unknown) => e);

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { startHarness, type Harness } from '../helpers/gateway-harness.ts';
 
-const GATEWAY_KEY = 'gw-SECRETgatewaykey-0001';
+const GATEWAY_KEY = 'gw-SECRETgatewaykey-0001-0123456';
 const SAVED_PROVIDER_KEY = 'sk-SECRETsavedprovider-0002';
 const BEARER = 'sk-SECRETbearer-0003';
 const CONFIG_KEY = 'sk-SECRETinlineconfig-0004';

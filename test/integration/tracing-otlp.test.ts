@@ -78,7 +78,7 @@ describe('OpenTelemetry traces over OTLP/HTTP', () => {
     });
     try {
       mock.enqueue({ status: 500, body: { error: { message: 'try again', type: 'server_error', param: null, code: null } } });
-      const gatewayTraceId = 'gw-trace-for-otel-test';
+      const gatewayTraceId = 'gw-trace-for-otel-test-012345678';
       const client = harness.client({ 'x-gateway-config': 'traced', traceparent: `00-${INCOMING_TRACE}-${INCOMING_SPAN}-01`, 'x-gateway-trace-id': gatewayTraceId });
       const answer = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: SECRET_PROMPT }] });
       assert.ok(answer.choices.length > 0);

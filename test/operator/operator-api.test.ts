@@ -13,7 +13,7 @@ import type { GatewayState } from '../../proxy/config/gateway-state.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
 import { ADMIN_KEY, exampleSet, resource, secret } from './resource-fixtures.ts';
 
-const INFERENCE_KEY = 'gw-inference-only-0123';
+const INFERENCE_KEY = 'gw-inference-only-0123-012345678';
 
 function stateOf(policies: CustomResource[]): GatewayState {
   const set = exampleSet();
@@ -81,7 +81,7 @@ describe('operator control-plane API', () => {
 
   test('keys are checked against GatewayAPIKey resources, with scopes', async () => {
     assert.equal((await call('GET', '/v1/policies/rate-limits', undefined)).status, 401);
-    assert.equal((await call('GET', '/v1/policies/rate-limits', 'gw-unknown-key-000')).status, 401);
+    assert.equal((await call('GET', '/v1/policies/rate-limits', 'gw-unknown-key-000-0123456789abc')).status, 401);
     assert.equal((await call('POST', '/v1/policies/rate-limits', INFERENCE_KEY, NEW_POLICY)).status, 403);
     assert.equal(writes.length, 0);
   });

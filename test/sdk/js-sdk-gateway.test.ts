@@ -9,8 +9,8 @@ import { Gateway, type GatewayOptions } from '../../sdk/js/src/index.ts';
 import { DEFAULT_REPLY_TEXT, startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { baseState, startHarness, waitFor, type Harness } from '../helpers/gateway-harness.ts';
 
-const ADMIN_KEY = 'gw-sdk-admin-key-0001';
-const INFERENCE_KEY = 'gw-sdk-inference-key-01';
+const ADMIN_KEY = 'gw-sdk-admin-key-0001-0123456789';
+const INFERENCE_KEY = 'gw-sdk-inference-key-01-01234567';
 const MESSAGES: ChatCompletionMessageParam[] = [{ role: 'user', content: 'hi' }];
 
 let mock: MockOpenAI;
@@ -115,7 +115,7 @@ describe('inference through the SDK', () => {
 
   test('an unknown gateway key is the openai SDK’s AuthenticationError', async () => {
     await assert.rejects(
-      gateway({ apiKey: 'gw-not-a-key-000000' }).chat.completions.create({ model: 'gpt-4o-mini', messages: MESSAGES }),
+      gateway({ apiKey: 'gw-not-a-key-000000-0123456789ab' }).chat.completions.create({ model: 'gpt-4o-mini', messages: MESSAGES }),
       OpenAI.AuthenticationError,
     );
   });

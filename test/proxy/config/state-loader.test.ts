@@ -20,28 +20,32 @@ describe('env substitution', () => {
 
   test('a value with YAML syntax cannot change the document structure', () => {
     const text = 'apiKeys:\n  - id: a\n    key: ${K}\n';
-    const loaded = loadStateFromTexts({ state: text }, { K: 'abcdefgh\n  - id: injected' });
+    const loaded = loadStateFromTexts({ state: text }, { K: 'abcdefgh-0123456789abcdefghijklmnop\n  - id: injected' });
     assert.ok(loaded.ok);
     assert.equal(loaded.state.apiKeysByDigest.size, 1);
   });
 });
 
 describe('state loading', () => {
-  test('an empty document is a valid (empty) state', () => {
-    const loaded = loadStateFromTexts({ state: '' }, {});
-    assert.ok(loaded.ok);
-    assert.equal(loaded.state.apiKeysByDigest.size, 0);
+  test('an empty, comments-only or null document is never a valid state', () => {
+    for (const text of ['', '   \n', '# only a comment\n', '~\n', 'null\n']) {
+      const loaded = loadStateFromTexts({ state: text }, {});
+      assert.equal(loaded.ok, false, JSON.stringify(text));
+      if (!loaded.ok) assert.match(loaded.errors.join('\n'), /state: the document is empty/);
+    }
+    const credentials = loadStateFromTexts({ state: 'apiKeys: []', credentials: '' }, {});
+    assert.equal(credentials.ok, false);
   });
 
   test('plain keys and sha256 hashes are both stored as digests', () => {
-    const text = `apiKeys:\n  - { id: a, key: plain-key-1 }\n  - { id: b, keyHash: "sha256:${sha('hashed-key-2').toUpperCase()}" }\n`;
+    const text = `apiKeys:\n  - { id: a, key: plain-key-1-0123456789abcdefghijklmn }\n  - { id: b, keyHash: "sha256:${sha('hashed-key-2').toUpperCase()}" }\n`;
     const loaded = loadStateFromTexts({ state: text }, {});
     assert.ok(loaded.ok);
-    assert.equal(authenticateApiKey(loaded.state, 'plain-key-1', 'inference').id, 'a');
+    assert.equal(authenticateApiKey(loaded.state, 'plain-key-1-0123456789abcdefghijklmn', 'inference').id, 'a');
     assert.equal(authenticateApiKey(loaded.state, 'hashed-key-2', 'inference').id, 'b');
-    assert.throws(() => authenticateApiKey(loaded.state, 'plain-key-x', 'inference'), (e: unknown) => e instanceof GatewayError && e.status === 401);
+    assert.throws(() => authenticateApiKey(loaded.state, 'plain-key-x-0123456789abcdefghijklmn', 'inference'), (e: unknown) => e instanceof GatewayError && e.status === 401);
     assert.throws(() => authenticateApiKey(loaded.state, undefined, 'inference'), (e: unknown) => e instanceof GatewayError && e.code === 'AIGW_ERR_MISSING_API_KEY');
-    assert.throws(() => authenticateApiKey(loaded.state, 'plain-key-1', 'admin'), (e: unknown) => e instanceof GatewayError && e.status === 403);
+    assert.throws(() => authenticateApiKey(loaded.state, 'plain-key-1-0123456789abcdefghijklmn', 'admin'), (e: unknown) => e instanceof GatewayError && e.status === 403);
   });
 
   test('every problem is reported with its path', () => {
@@ -58,16 +62,16 @@ describe('state loading', () => {
     if (loaded.ok) return;
     const joined = loaded.errors.join('\n');
     assert.match(joined, /apiKeys\[0\]: exactly one of key or keyHash/);
-    assert.match(joined, /apiKeys\[1\]\.key: must be at least 8 characters/);
+    assert.match(joined, /apiKeys\[1\]\.key: must be at least 32 characters/);
     assert.match(joined, /providers\[0\]\.slug/);
     assert.match(joined, /unknownSection/);
   });
 
   test('invalid YAML and duplicates are rejected', () => {
     assert.equal(loadStateFromTexts({ state: 'apiKeys: [ {' }, {}).ok, false);
-    const dup = loadStateFromTexts({ state: 'apiKeys:\n  - { id: a, key: k1234567 }\n  - { id: a, key: k7654321 }\n' }, {});
+    const dup = loadStateFromTexts({ state: 'apiKeys:\n  - { id: a, key: k1234567-0123456789abcdefghijklmn }\n  - { id: a, key: k7654321-0123456789abcdefghijklmn }\n' }, {});
     assert.equal(dup.ok, false);
-    const sameKey = loadStateFromTexts({ state: 'apiKeys:\n  - { id: a, key: k1234567 }\n  - { id: b, key: k1234567 }\n' }, {});
+    const sameKey = loadStateFromTexts({ state: 'apiKeys:\n  - { id: a, key: k1234567-0123456789abcdefghijklmn }\n  - { id: b, key: k1234567-0123456789abcdefghijklmn }\n' }, {});
     assert.equal(sameKey.ok, false);
   });
 
@@ -82,11 +86,11 @@ describe('state loading', () => {
 
   test('credentials from a separate document are merged by slug and id', () => {
     const state = 'apiKeys:\n  - { id: a, keyHash: "sha256:' + '0'.repeat(64) + '" }\nproviders:\n  - { slug: p, provider: openai }\n';
-    const credentials = `providers:\n  p: { apiKey: sk-secret }\napiKeys:\n  a: { key: from-secret-1 }\n`;
+    const credentials = `providers:\n  p: { apiKey: sk-secret }\napiKeys:\n  a: { key: from-secret-1-0123456789abcdefghijkl }\n`;
     const loaded = loadStateFromTexts({ state, credentials }, {});
     assert.ok(loaded.ok);
     assert.equal(loaded.state.providersBySlug.get('p')?.apiKey, 'sk-secret');
-    assert.equal(authenticateApiKey(loaded.state, 'from-secret-1', 'inference').id, 'a');
+    assert.equal(authenticateApiKey(loaded.state, 'from-secret-1-0123456789abcdefghijkl', 'inference').id, 'a');
   });
 
   test('the content hash changes with either source', () => {

@@ -14,6 +14,10 @@
 // namespace + endpoint + body only: the caller chose the partition, so metadata and target
 // are ignored (a namespace shared by a fallback's targets hits whichever answered first).
 //
+// Anthropic /v1/messages bodies are keyed the same way (model, system, messages, tools,
+// tool_choice, thinking… all count), with the client's anthropic-version and
+// anthropic-beta headers added by the caller: they can change the answer.
+//
 // Semantic mode: a nearest-neighbour search over embeddings needs a partition inside which
 // "close enough" is safe. It is the simple key's scope with the new text taken out: the
 // same endpoint, target (or namespace), metadata, every other body parameter, and the
@@ -72,7 +76,7 @@ export function semanticPartition(input: SemanticPartitionInput): string {
 }
 
 /**
- * The text a semantic lookup embeds: the last chat message's text (string content or its
+ * The text a semantic lookup embeds: the last chat (or Anthropic) message's text (string content or its
  * text parts, joined by newlines) or a completions prompt given as one string. '' when
  * there is nothing to embed — prompts of several strings or of token ids, embeddings and
  * responses requests — and the caller then uses exact matching only. Embeddings are never
@@ -153,7 +157,9 @@ interface ConversationSplit {
 }
 
 function splitConversation(endpoint: InferenceEndpoint, body: Readonly<Record<string, unknown>>): ConversationSplit {
-  if (endpoint === 'chat.completions') {
+  // Anthropic messages: the same split (text blocks are `{ type: 'text', text }` there too);
+  // `system` is a body parameter, matched exactly.
+  if (endpoint === 'chat.completions' || endpoint === 'messages') {
     const messages = body['messages'];
     if (!Array.isArray(messages) || messages.length === 0) return { text: '', context: messages ?? null };
     const last: unknown = messages[messages.length - 1];

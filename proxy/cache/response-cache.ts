@@ -4,7 +4,7 @@
 // count it) and the request goes on as a MISS — the cache can slow nothing down beyond
 // its own short timeouts, and never fails a request.
 //
-//   no cache config, or an endpoint that is not cached (responses)   → DISABLED
+//   no cache config, or an endpoint that is not cached (responses, count_tokens) → DISABLED
 //   x-gateway-cache-force-refresh: true                              → REFRESH (no read; save replaces)
 //   an answer under the exact key                                    → HIT
 //   semantic mode: a neighbour at or above the threshold whose answer is still stored
@@ -60,9 +60,9 @@ export interface ResponseCacheOptions {
   readonly now?: (() => number) | undefined;
 }
 
-/** Endpoints whose answers are cached: chat completions, completions, embeddings. */
+/** Endpoints whose answers are cached: chat completions, completions, embeddings, Anthropic messages. */
 export function isCacheableEndpoint(endpoint: InferenceEndpoint): boolean {
-  return endpoint === 'chat.completions' || endpoint === 'completions' || endpoint === 'embeddings';
+  return endpoint === 'chat.completions' || endpoint === 'completions' || endpoint === 'embeddings' || endpoint === 'messages';
 }
 
 /**

@@ -76,6 +76,17 @@ export function registerInferenceRoutes(app: FastifyInstance, deps: InferenceDep
   for (const [url, endpoint] of MESSAGES_ROUTES) {
     app.post(url, { config: { gatewayScope: 'inference' }, errorHandler }, (request, reply) => handleInference(endpoint, url, deps, request, reply));
   }
+  // Any other /v1/messages/… is a 404 in the same shape, once the key is checked (a route,
+  // not the not-found handler, so default deny and the error handler apply as above).
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    url: '/v1/messages/*',
+    config: { gatewayScope: 'inference' },
+    errorHandler,
+    handler: (request) => {
+      throw new GatewayError('AIGW_ERR_NOT_FOUND', `Unknown route: ${request.method} ${request.url.split('?')[0]}`);
+    },
+  });
   registerModelsRoutes(app, { dispatcher: deps.routing.dispatcher });
   registerForwardedRoutes(app, { dispatcher: deps.routing.dispatcher });
 }
@@ -143,7 +154,8 @@ async function handleInference(
   const outputGuards = guardrailsOf(result.target.node, context.state);
   const guarded = !inputGuards.empty || !outputGuards.empty;
   const output = guarded ? outputGuardrails(outputGuards, before, { ...hookContext, requestBody: outgoing }, deps.guardrails, context) : undefined;
-  if (messages) return relayMessages(reply, endpoint, result, output, context);
+  const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow);
+  if (messages) return relayMessages(reply, endpoint, result, output, observer, context);
   return relayResponse(reply, {
     finishPlain: output?.finishPlain,
     streamGuard: output === undefined ? undefined : outputGuards.afterDenies ? output.hold : output.tail(endpoint),
@@ -154,7 +166,7 @@ async function handleInference(
     plain: result.plain,
     streamIdleTimeoutMs: result.timeoutMs,
     stripStreamUsage: usage.strip,
-    observer: deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow),
+    observer,
     context,
   });
 }

@@ -5,7 +5,7 @@ import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import type { PlainAnswer } from '../upstream/call-target.ts';
 import { discard, MAX_ERROR_BODY_BYTES, relayedHeaders, type GuardedResponse } from '../upstream/guarded-call.ts';
 import { readBodyText } from '../upstream/read-body.ts';
-import { oversizeErrorBody, SseEventSizeGuard, SseEventTooLargeError } from '../providers/sse-parser.ts';
+import { SseEventSizeGuard, SseEventTooLargeError } from '../providers/sse-parser.ts';
 import type { AnswerObserver } from './response-caching.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
@@ -37,8 +37,10 @@ export interface RelayInput {
   readonly streamIdleTimeoutMs?: number | undefined;
   /** Drop the usage chunk of a stream: the gateway asked for usage the client did not. */
   readonly stripStreamUsage?: boolean | undefined;
-  /** Output guardrails on a plain answer: a replacement status and body (246 / 446 / hook_results). */
-  readonly finishPlain?: ((parsed: unknown) => Promise<{ status: number; body: unknown } | undefined>) | undefined;
+  /** Output guardrails on a plain answer as the client gets it (translated, if it was): a replacement status and body (246 / 446 / hook_results). */
+  readonly finishPlain?: ((answer: unknown) => Promise<{ status: number; body: unknown } | undefined>) | undefined;
+  /** Words a mid-stream failure (stall, oversize event) as the client's stream format expects; OpenAI's by default. */
+  readonly streamErrorEvent?: ((failure: StreamFailure) => string) | undefined;
   /** Output guardrails on a stream: `tail` adds results before [DONE]; `hold` buffers until the checks pass. */
   readonly streamGuard?: StreamGuard | undefined;
   /** Sees a fresh successful answer (the cache stores it). */
@@ -82,10 +84,11 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
     if (input.streamGuard?.mode !== 'hold') return reply.send(stream);
     return holdStream(reply, stream, input.streamGuard, input.upstream, assembled);
   }
-  const bytes = plainAnswer(reply, input, input.plain);
-  if (input.finishPlain === undefined) return reply.send(bytes);
-  const replacement = await input.finishPlain(input.plain.parsed);
-  if (replacement === undefined) return reply.send(bytes);
+  const { out, answer } = plainAnswer(reply, input, input.plain);
+  if (input.finishPlain === undefined) return reply.send(out);
+  // Output checks see (and a 246 returns) the answer the client gets: translated, if it was.
+  const replacement = await input.finishPlain(answer);
+  if (replacement === undefined) return reply.send(out);
   reply.removeHeader('content-length');
   reply.removeHeader('content-encoding');
   return reply.code(replacement.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(replacement.body));
@@ -129,7 +132,7 @@ async function holdStream(
  * and the usage read without a second pass. Bytes are relayed unchanged unless the
  * provider's adapter translates them.
  */
-function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer): Buffer | string {
+function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer): { out: Buffer | string; answer: unknown } {
   const { target, endpoint, requestBody, context } = input;
   const { bytes, parsed } = plain;
   context.upstreamDoneAt = process.hrtime.bigint();
@@ -137,7 +140,7 @@ function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer)
   if (transform === undefined) {
     noteUsage(parsed, input);
     input.observer?.plain(bytes, parsed);
-    return bytes;
+    return { out: bytes, answer: parsed };
   }
   if (parsed === undefined) {
     throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered with invalid JSON.`);
@@ -149,7 +152,7 @@ function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer)
   reply.removeHeader('content-length');
   reply.removeHeader('content-encoding');
   reply.header('content-type', 'application/json; charset=utf-8');
-  return out;
+  return { out, answer: transformed };
 }
 
 /**
@@ -228,10 +231,26 @@ function recordUsage(usage: AnswerUsage, model: string | undefined, input: Relay
 }
 
 
+/** A failure after the status was sent, for the client's wire format to word as an event. */
+export interface StreamFailure {
+  /** The HTTP status the failure would have had before the stream began. */
+  readonly status: number;
+  /** OpenAI's error type (`timeout_error`, `api_error`). */
+  readonly type: string;
+  readonly message: string;
+  readonly code: string;
+}
+
+/** OpenAI's mid-stream error: a data-only event with an `error` member (the SDKs raise it as an APIError). */
+export function openAIStreamErrorEvent(failure: StreamFailure): string {
+  const error = { message: failure.message, type: failure.type, param: null, code: failure.code };
+  return `data: ${JSON.stringify({ error })}\n\n`;
+}
+
 /**
  * Once the status is sent, a failure can no longer be a 4xx/5xx: a stream that stalls past
- * request_timeout or carries an oversize event ends with an OpenAI-shaped error event
- * instead (the SDKs raise it as an APIError), and the upstream request is aborted.
+ * request_timeout or carries an oversize event ends with an error event instead (OpenAI's
+ * shape unless the route words it otherwise), and the upstream request is aborted.
  */
 function endWithErrorEvent(source: Readable, input: RelayInput): Readable {
   const { target, context, upstream } = input;
@@ -239,26 +258,23 @@ function endWithErrorEvent(source: Readable, input: RelayInput): Readable {
   source.pipe(out, { end: true });
   source.on('error', (error: Error & { code?: string }) => {
     source.unpipe(out);
-    let body: Record<string, unknown>;
+    let failure: StreamFailure;
     if (error instanceof SseEventTooLargeError) {
-      context.errorCode = error.code;
-      body = { error: oversizeErrorBody(error)['error'] };
+      failure = { status: 502, type: 'api_error', message: error.message, code: error.code };
     } else if (error.code === 'UND_ERR_BODY_TIMEOUT' && input.streamIdleTimeoutMs !== undefined) {
-      context.errorCode = 'AIGW_ERR_REQUEST_TIMEOUT';
-      body = {
-        error: {
-          message: `The stream from ${target.provider} stalled for more than ${input.streamIdleTimeoutMs} ms (request_timeout).`,
-          type: 'timeout_error',
-          param: null,
-          code: 'AIGW_ERR_REQUEST_TIMEOUT',
-        },
+      failure = {
+        status: 408,
+        type: 'timeout_error',
+        message: `The stream from ${target.provider} stalled for more than ${input.streamIdleTimeoutMs} ms (request_timeout).`,
+        code: 'AIGW_ERR_REQUEST_TIMEOUT',
       };
     } else {
       out.destroy(error);
       return;
     }
+    context.errorCode = failure.code;
     discard(upstream.body);
-    out.end(`data: ${JSON.stringify(body)}\n\n`);
+    out.end((input.streamErrorEvent ?? openAIStreamErrorEvent)(failure));
   });
   return out;
 }

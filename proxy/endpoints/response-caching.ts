@@ -3,6 +3,9 @@ import type { FastifyReply } from 'fastify';
 import type { ResponseCache, CacheLookup, CacheRequest } from '../cache/response-cache.ts';
 import { StreamAssembler } from '../cache/stream-assembler.ts';
 import { replayAsSse } from '../cache/stream-replay.ts';
+import { MessagesStreamAssembler } from '../cache/messages-stream-assembler.ts';
+import { replayMessageAsSse } from '../cache/messages-stream-replay.ts';
+import { betaList } from '../providers/anthropic-wire.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
@@ -12,8 +15,9 @@ import type { PlanNode } from '../routing/routing-plan.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 
 // The cache on the request path (DESIGN.md §2): look up before routing, answer a HIT
-// without calling a provider (replayed as SSE for stream requests), and store fresh 2xx
-// answers — plain or assembled from a stream — after the response, never delaying it.
+// without calling a provider (replayed as SSE for stream requests: OpenAI chunks, or
+// Anthropic events on /v1/messages), and store fresh 2xx answers — plain or assembled
+// from a stream — after the response, never delaying it.
 
 export interface CacheFlow {
   readonly request: CacheRequest;
@@ -38,11 +42,22 @@ export function cacheRequestOf(
     maxAgeSeconds: settings.max_age,
     endpoint,
     identity: identityOf(plan, configId, state),
-    body,
+    body: endpoint === 'messages' ? withAnthropicHeaders(body, headers) : body,
     metadata,
     namespace: namespace === '' ? undefined : namespace,
     forceRefresh: headerValue(headers[HEADER.cacheForceRefresh])?.toLowerCase() === 'true',
   };
+}
+
+/**
+ * The key of an Anthropic request covers the anthropic-version and anthropic-beta the
+ * client sends (native providers get them, and a beta can change the answer). Hyphenated
+ * names cannot clash with a body field; the body sent upstream is not this object.
+ */
+function withAnthropicHeaders(body: Record<string, unknown>, headers: Record<string, string | string[] | undefined>): Record<string, unknown> {
+  const version = headerValue(headers['anthropic-version']);
+  const betas = betaList(headerValue(headers['anthropic-beta']));
+  return { ...body, 'anthropic-version': version ?? null, 'anthropic-beta': [...betas].sort() };
 }
 
 const identities = new WeakMap<PlanNode, string>();
@@ -101,7 +116,7 @@ export function replyFromCache(
   } catch {
     return undefined;
   }
-  const sse = replayAsSse(endpoint, parsed, { includeUsage });
+  const sse = endpoint === 'messages' ? replayMessageAsSse(parsed) : replayAsSse(endpoint, parsed, { includeUsage });
   if (sse === undefined) return undefined;
   context.ttftMs = Number(process.hrtime.bigint() - context.startedAt) / 1e6;
   return reply.code(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').send(sse);
@@ -124,7 +139,7 @@ export function cacheObserver(cache: ResponseCache, flow: CacheFlow): AnswerObse
       void cache.save(request, lookup, bytes.toString('utf8'));
     },
     stream() {
-      const assembler = new StreamAssembler(request.endpoint);
+      const assembler = request.endpoint === 'messages' ? new MessagesStreamAssembler() : new StreamAssembler(request.endpoint);
       return {
         frame: (frame) => assembler.frame(frame),
         end: () => {

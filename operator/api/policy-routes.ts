@@ -8,6 +8,7 @@ import {
   UpdatePolicyBodySchema,
   type RateLimitPolicy,
 } from '../../proxy/ratelimit/policy-schema.ts';
+import { conditionWorkspace, neverMatchProblem } from '../../proxy/ratelimit/policy-matching.ts';
 import type { PolicyStore } from '../../proxy/ratelimit/policy-store.ts';
 
 // GET/POST /v1/policies/rate-limits (spec), plus GET and PATCH /v1/policies/rate-limits/{id}
@@ -33,7 +34,7 @@ export function policyRoutes(sources: PolicySources): FastifyPluginAsync {
       const all = [...sources.statePolicies(), ...(await sources.store.list())];
       const visible = all.filter(
         (policy) =>
-          (key.scopes.has('admin') || policy.workspace_id === undefined || policy.workspace_id === key.workspace) &&
+          canSee(key, policy) &&
           (query.workspace_id === undefined || policy.workspace_id === query.workspace_id) &&
           policy.status === query.status &&
           (query.type === undefined || policy.type === query.type) &&
@@ -45,11 +46,15 @@ export function policyRoutes(sources: PolicySources): FastifyPluginAsync {
     });
 
     app.post(ROUTE, ANY_KEY, async (request) => {
-      const key = requireAdmin(request);
+      const key = apiKeyOf(request);
       const body = parse(CreatePolicyBodySchema, request.body, 'body');
+      // The body is checked before the scope, so a key learns why the policy is wrong
+      // (the field) even when it may not create it; neither answer reveals other workspaces.
+      const workspace = targetWorkspace(key, body);
+      requireAdmin(request);
       const created = await sources.store.create({
         ...body,
-        workspace_id: body.workspace_id ?? key.workspace,
+        workspace_id: workspace,
         organisation_id: body.organisation_id ?? key.organisation,
       });
       return { id: created.id, object: 'rate_limit_policy' };
@@ -57,8 +62,12 @@ export function policyRoutes(sources: PolicySources): FastifyPluginAsync {
 
     app.get(`${ROUTE}/:id`, ANY_KEY, async (request) => {
       const id = (request.params as { id: string }).id;
+      const key = apiKeyOf(request);
       const found = [...sources.statePolicies(), ...(await sources.store.list())].find((policy) => policy.id === id);
-      if (found === undefined) throw new GatewayError('AIGW_ERR_NOT_FOUND', `No rate-limit policy with id "${id}".`, { param: 'id' });
+      // Another workspace's policy answers exactly like a missing one.
+      if (found === undefined || !canSee(key, found)) {
+        throw new GatewayError('AIGW_ERR_NOT_FOUND', `No rate-limit policy with id "${id}".`, { param: 'id' });
+      }
       return found;
     });
 
@@ -76,6 +85,27 @@ export function policyRoutes(sources: PolicySources): FastifyPluginAsync {
       return updated;
     });
   };
+}
+
+/** A key sees its workspace's policies and the global ones; the admin scope sees all. */
+function canSee(key: GatewayApiKey, policy: RateLimitPolicy): boolean {
+  return key.scopes.has('admin') || policy.workspace_id === undefined || policy.workspace_id === key.workspace;
+}
+
+/**
+ * The workspace a new policy belongs to: `workspace_id`, else the one its conditions name,
+ * else the key's. Filing it anywhere else would make it a policy that never applies.
+ */
+function targetWorkspace(key: GatewayApiKey, body: z.output<typeof CreatePolicyBodySchema>): string {
+  const problem = neverMatchProblem(body);
+  if (problem !== undefined) throw new GatewayError('AIGW_ERR_INVALID_BODY', problem.message, { param: problem.param });
+  const named = conditionWorkspace(body);
+  const workspace = body.workspace_id ?? named?.value ?? key.workspace;
+  if (workspace !== key.workspace && !key.scopes.has('admin')) {
+    const param = body.workspace_id !== undefined ? 'workspace_id' : `conditions[${named?.index ?? 0}].value`;
+    throw new GatewayError('AIGW_ERR_INVALID_BODY', `${param}: a key without the "admin" scope may only name its own workspace.`, { param });
+  }
+  return workspace;
 }
 
 function apiKeyOf(request: FastifyRequest): GatewayApiKey {

@@ -50,3 +50,44 @@ export function policyApplies(policy: RateLimitPolicy, facts: RequestFacts): boo
 export function groupKeyOf(policy: RateLimitPolicy, facts: RequestFacts): string {
   return policy.group_by.map((group) => `${group.key}=${factOf(facts, group.key) ?? ''}`).join('|');
 }
+
+export interface NeverMatchProblem {
+  /** The field to name in a 400: `conditions[1].value`, `workspace_id`. */
+  readonly param: string;
+  readonly message: string;
+}
+
+/**
+ * Why a policy can never apply to any request, or undefined. Such a policy is a limit
+ * its author believes in and nobody enforces, so the API refuses it.
+ */
+export function neverMatchProblem(policy: Pick<RateLimitPolicy, 'conditions' | 'workspace_id'>): NeverMatchProblem | undefined {
+  const required = new Map<string, { value: string; index: number }>();
+  for (const [index, condition] of policy.conditions.entries()) {
+    if (condition.value === '*') continue;
+    const earlier = required.get(condition.key);
+    if (earlier !== undefined && earlier.value !== condition.value) {
+      return {
+        param: `conditions[${index}].value`,
+        message: `conditions[${earlier.index}] and conditions[${index}] both set ${condition.key} (to "${earlier.value}" and "${condition.value}"); no request can match both.`,
+      };
+    }
+    required.set(condition.key, { value: condition.value, index });
+  }
+  const workspace = required.get('workspace_id');
+  if (policy.workspace_id !== undefined && workspace !== undefined && workspace.value !== policy.workspace_id) {
+    return {
+      param: 'workspace_id',
+      message: `workspace_id "${policy.workspace_id}" and conditions[${workspace.index}] (workspace_id "${workspace.value}") disagree; the policy would never apply.`,
+    };
+  }
+  return undefined;
+}
+
+/** The workspace a policy's conditions pin it to (a `workspace_id` condition other than `*`). */
+export function conditionWorkspace(policy: Pick<RateLimitPolicy, 'conditions'>): { value: string; index: number } | undefined {
+  for (const [index, condition] of policy.conditions.entries()) {
+    if (condition.key === 'workspace_id' && condition.value !== '*') return { value: condition.value, index };
+  }
+  return undefined;
+}

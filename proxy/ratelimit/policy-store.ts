@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile, open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-data-files.ts';
 import { RateLimitPolicySchema, type RateLimitPolicy } from './policy-schema.ts';
 
 // Where API-created policies live. Standalone: a JSON file under --data-dir, written
@@ -86,9 +87,9 @@ export class FilePolicyStore implements PolicyStore {
 }
 
 async function writeAtomically(path: string, text: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
+  await mkdir(dirname(path), { recursive: true, mode: PRIVATE_DIR_MODE });
   const temporary = `${path}.${process.pid}.${randomUUID()}.tmp`;
-  await writeFile(temporary, text);
+  await writeFile(temporary, text, { mode: PRIVATE_FILE_MODE });
   const handle = await open(temporary, 'r');
   try {
     await handle.sync();

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { RequestRecord } from '../observability/request-record.ts';
 import type { GatewayHost } from '../start-gateway.ts';
@@ -31,7 +31,8 @@ export function requestLogRoutes(store: RequestLogStore, options: RequestLogRout
     };
 
     app.get('/v1/logs', ADMIN, async (request) => {
-      const { filter, after, limit } = parseLogListQuery(request.query);
+      const { filter: asked, after, limit } = parseLogListQuery(request.query);
+      const filter = withinCallerWorkspace(request, asked);
       const page = await fromStore(() => store.query(filter, after, limit));
       const data = page.records.map(toLogEntry);
       return {
@@ -46,12 +47,14 @@ export function requestLogRoutes(store: RequestLogStore, options: RequestLogRout
     app.get('/v1/logs/:id', ADMIN, async (request) => {
       const { id } = request.params as { id: string };
       const record = await fromStore(() => store.get(id));
-      if (record === undefined) throw new GatewayError('AIGW_ERR_NOT_FOUND', `No request log with id "${id}".`, { param: 'id' });
+      const workspace = workspaceLimit(request);
+      if (record === undefined || (workspace !== undefined && record.workspace !== workspace)) throw new GatewayError('AIGW_ERR_NOT_FOUND', `No request log with id "${id}".`, { param: 'id' });
       return toLogEntry(record);
     });
 
     app.get('/v1/analytics/summary', ADMIN, async (request) => {
-      const { filter, groupBy } = parseSummaryQuery(request.query, now());
+      const { filter: asked, groupBy } = parseSummaryQuery(request.query, now());
+      const filter = withinCallerWorkspace(request, asked);
       const summary = await fromStore(() => store.summary(filter, groupBy));
       return {
         object: 'analytics.summary',
@@ -64,6 +67,22 @@ export function requestLogRoutes(store: RequestLogStore, options: RequestLogRout
       };
     });
   };
+}
+
+/**
+ * The workspace a caller's log reads are confined to; undefined for the admin scope. The
+ * routes need admin today: this keeps a key of one workspace out of another's records
+ * should a route ever be opened to inference keys.
+ */
+function workspaceLimit(request: FastifyRequest): string | undefined {
+  const key = request.gateway.apiKey;
+  if (key?.scopes.has('admin') === true) return undefined;
+  return key?.workspace ?? '\u0000no-workspace';
+}
+
+function withinCallerWorkspace<F extends { readonly workspace?: string }>(request: FastifyRequest, filter: F): F {
+  const workspace = workspaceLimit(request);
+  return workspace === undefined ? filter : { ...filter, workspace };
 }
 
 /** The API shape of one record (snake_case, nulls for unknowns). */

@@ -2,9 +2,11 @@
 // a mock Anthropic Messages API (native: bytes and events unchanged) and a mock OpenAI API
 // (translated both ways), with the pipeline's retries, auth, guardrails and accounting.
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
-import { ANTHROPIC_REPLY_TEXT, startMockAnthropic, type MockAnthropic } from '../fixtures/mock-anthropic.ts';
+import { ANTHROPIC_REPLY_TEXT, anthropicSseFrame, startMockAnthropic, type MockAnthropic } from '../fixtures/mock-anthropic.ts';
 import { DEFAULT_REPLY_TEXT, startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { countMockTokens } from '../fixtures/mock-openai-payloads.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
@@ -53,6 +55,10 @@ before(async () => {
         {
           id: 'oa-checked',
           config: { provider: '@oa', output_guardrails: [{ id: 'flag-mock', 'default.contains': { operator: 'none', words: ['mock upstream'] } }] },
+        },
+        {
+          id: 'claude-checked',
+          config: { provider: '@claude', output_guardrails: [{ id: 'flag-claude', 'default.contains': { operator: 'none', words: ['mock Claude'] } }] },
         },
         {
           id: 'deny-secret',
@@ -406,5 +412,125 @@ describe('/v1/messages to an OpenAI-format provider (translated)', () => {
     const body = (error as InstanceType<typeof Anthropic.AuthenticationError>).error as { type: string; error: { type: string; message: string } };
     assert.equal(body.type, 'error');
     assert.equal(body.error.type, 'authentication_error');
+  });
+});
+
+describe('/v1/messages mid-stream failures end with an Anthropic error event', () => {
+  // A native Anthropic upstream that sends message_start and one delta, then stalls, or
+  // then sends one event over the gateway's 4 MiB cap.
+  let mode: 'stall' | 'oversize' = 'stall';
+  let upstream: http.Server;
+  let upstreamUrl = '';
+  before(async () => {
+    upstream = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const message = { id: 'msg_stall', type: 'message', role: 'assistant', model: MODEL, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 3, output_tokens: 1 } };
+      res.write(anthropicSseFrame({ type: 'message_start', message }));
+      res.write(anthropicSseFrame({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
+      res.write(anthropicSseFrame({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hel' } }));
+      if (mode === 'oversize') res.write(`event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${'x'.repeat(5 * 1024 * 1024)}`);
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
+  });
+  after(async () => {
+    upstream.closeAllConnections();
+    await new Promise((resolve) => upstream.close(resolve));
+  });
+
+  function stalling(headers: Record<string, string> = {}): Anthropic {
+    return sdk({ ...toAnthropic, 'x-gateway-custom-host': upstreamUrl, ...headers });
+  }
+
+  async function streamError(client: Anthropic): Promise<{ error: unknown; text: string }> {
+    const stream = client.messages.stream({ model: MODEL, max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] });
+    let text = '';
+    stream.on('text', (delta) => {
+      text += delta;
+    });
+    const error = await stream.finalMessage().catch((caught: unknown) => caught);
+    return { error, text };
+  }
+
+  test('native: a stream stalled past request_timeout → event: error with timeout_error, which the SDK raises', async () => {
+    mode = 'stall';
+    const { error, text } = await streamError(stalling({ 'x-gateway-request-timeout': '300' }));
+    assert.equal(text, 'Hel', 'what arrived before the stall was relayed');
+    assert.ok(error instanceof Anthropic.APIError, `got ${String(error)}`);
+    const apiError = error as InstanceType<typeof Anthropic.APIError>;
+    assert.equal(apiError.type, 'timeout_error');
+    assert.deepEqual(Object.keys(apiError.error as object), ['type', 'error']);
+    assert.match(String(apiError.apiMessage), /stalled for more than 300 ms/);
+    const record = await lastRecord();
+    assert.equal(record.errorCode, 'AIGW_ERR_REQUEST_TIMEOUT');
+  });
+
+  test('native: an event over the 4 MiB cap → event: error with api_error; nothing of it reaches the client', async () => {
+    mode = 'oversize';
+    const { error, text } = await streamError(stalling());
+    assert.equal(text, 'Hel');
+    assert.ok(error instanceof Anthropic.APIError, `got ${String(error)}`);
+    assert.equal((error as InstanceType<typeof Anthropic.APIError>).type, 'api_error');
+    assert.match(String((error as InstanceType<typeof Anthropic.APIError>).apiMessage), /larger than/);
+  });
+
+  test('translated: an OpenAI stream that stalls ends the Anthropic stream with the same error event', async () => {
+    openai.enqueue({ stall: 'mid-stream' });
+    const client = sdk({ 'x-gateway-provider': 'openai', 'x-gateway-custom-host': openai.url, 'x-gateway-request-timeout': '300' }, { apiKey: OPENAI_KEY });
+    const raw = await client.messages.create({ model: 'gpt-4o-mini', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'Hi' }] }).asResponse();
+    const body = await raw.text();
+    assert.match(body, /^event: message_start\n/);
+    assert.doesNotMatch(body, /^data: \{"error"/m, 'no OpenAI-shaped error event');
+    const last = body.trim().split('\n\n').at(-1) ?? '';
+    assert.match(last, /^event: error\ndata: /);
+    assert.deepEqual(JSON.parse(last.slice(last.indexOf('data: ') + 6)), {
+      type: 'error',
+      error: { type: 'timeout_error', message: 'The stream from openai stalled for more than 300 ms (request_timeout).' },
+    });
+  });
+});
+
+describe('/v1/messages/<unknown>', () => {
+  test('with a key → 404 not_found_error in Anthropic shape; without one → 401 first', async () => {
+    const response = await fetch(`${harness.gateway.origin}/v1/messages/batches/msgbatch_1`, { headers: { 'x-gateway-api-key': TEST_GATEWAY_KEY } });
+    assert.equal(response.status, 404);
+    assert.deepEqual(await response.json(), { type: 'error', error: { type: 'not_found_error', message: 'Unknown route: GET /v1/messages/batches/msgbatch_1' } });
+    const posted = await fetch(`${harness.gateway.origin}/v1/messages/nope`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gateway-api-key': TEST_GATEWAY_KEY },
+      body: '{}',
+    });
+    assert.equal(posted.status, 404);
+    assert.equal(((await posted.json()) as { error: { type: string } }).error.type, 'not_found_error');
+    const anonymous = await fetch(`${harness.gateway.origin}/v1/messages/nope`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(anonymous.status, 401);
+    assert.equal(((await anonymous.json()) as { error: { type: string } }).error.type, 'authentication_error');
+  });
+});
+
+describe('/v1/chat/completions to Anthropic with output guardrails', () => {
+  test('checks see the translated chat completion: a failed check → 246 with the OpenAI-shaped answer and hook_results', async () => {
+    const response = await fetch(`${harness.gateway.origin}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gateway-api-key': TEST_GATEWAY_KEY, 'x-gateway-config': 'claude-checked' },
+      body: JSON.stringify({ model: MODEL, max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    assert.equal(response.status, 246);
+    const body = (await response.json()) as {
+      object: string;
+      choices: Array<{ message: { role: string; content: string }; finish_reason: string }>;
+      usage: { prompt_tokens: number };
+      hook_results: { after_request_hooks: Array<{ id: string; verdict: boolean }> };
+      type?: unknown;
+    };
+    assert.equal(body.object, 'chat.completion');
+    assert.equal(body.type, undefined, 'not the Anthropic Message');
+    assert.equal(body.choices[0]?.message.content, ANTHROPIC_REPLY_TEXT);
+    assert.equal(body.choices[0]?.finish_reason, 'stop');
+    assert.equal(body.usage.prompt_tokens, countMockTokens('Hi'));
+    assert.equal(body.hook_results.after_request_hooks[0]?.id, 'flag-claude');
+    assert.equal(body.hook_results.after_request_hooks[0]?.verdict, false);
+    assert.equal(anthropic.requests[0]?.path, '/v1/messages');
   });
 });

@@ -135,7 +135,8 @@ describe('crash recovery', () => {
     const database: ProvisionedDatabase = await pg.provision();
     try {
       delayEveryReply(25);
-      const env = { DATABASE_URL: database.location };
+      // Replicas sharing a database share the key that seals batch credentials.
+      const env = { DATABASE_URL: database.location, AIGATEWAY_SECRET_KEY: 'crash-recovery-test-secret-key-0123456789' };
       const args = ['--data-dir', join(dir, 'pg-data'), '--batch-lease-ms', '1500'];
       const one = await start(args, env);
       const two = await start(args, env);

@@ -34,7 +34,7 @@ export function resources(list: CustomResource[], secrets: SecretResource[] = []
   return { resources: byKind, secrets, egressAllow };
 }
 
-export const ADMIN_KEY = 'gw-admin-key-0123456789-01234567';
+export const ADMIN_KEY = 'gw-admin-key-0123456789';
 
 /** The examples/ set: a provider with its Secret, a fallback config, a policy, a prompt, a key. */
 export function exampleSet(): GatewayResources {

@@ -80,14 +80,31 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
     return reply.send(body);
   }
   if (input.plain === undefined) {
-    const { stream, assembled } = streamAnswer(reply, input);
-    if (input.streamGuard?.mode !== 'hold') return reply.send(stream);
-    return holdStream(reply, stream, input.streamGuard, input.upstream, assembled);
+    if (input.streamGuard?.mode !== 'hold') return reply.send(streamAnswer(reply, input, undefined).stream);
+    // The cache stores a held stream only once the checks let it out.
+    let release: (passed: boolean) => void = () => undefined;
+    const passed = new Promise<boolean>((resolve) => {
+      release = resolve;
+    });
+    const { stream, assembled } = streamAnswer(reply, input, passed);
+    try {
+      const sent = await holdStream(reply, stream, input.streamGuard, input.upstream, assembled);
+      release(reply.statusCode < 400);
+      return sent;
+    } finally {
+      release(false);
+    }
   }
   const { out, answer } = plainAnswer(reply, input, input.plain);
-  if (input.finishPlain === undefined) return reply.send(out);
+  const store = (): void => input.observer?.plain(Buffer.isBuffer(out) ? out : Buffer.from(out), answer);
+  if (input.finishPlain === undefined) {
+    store();
+    return reply.send(out);
+  }
   // Output checks see (and a 246 returns) the answer the client gets: translated, if it was.
+  // An answer they deny is not stored: a later hit would skip them.
   const replacement = await input.finishPlain(answer);
+  if (replacement === undefined || replacement.status < 400) store();
   if (replacement === undefined) return reply.send(out);
   reply.removeHeader('content-length');
   reply.removeHeader('content-encoding');
@@ -139,7 +156,6 @@ function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer)
   const transform = target.adapter.transformResponse;
   if (transform === undefined) {
     noteUsage(parsed, input);
-    input.observer?.plain(bytes, parsed);
     return { out: bytes, answer: parsed };
   }
   if (parsed === undefined) {
@@ -148,7 +164,6 @@ function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer)
   const transformed = transform(endpoint, parsed, requestBody);
   noteUsage(transformed, input);
   const out = JSON.stringify(transformed);
-  input.observer?.plain(Buffer.from(out), transformed);
   reply.removeHeader('content-length');
   reply.removeHeader('content-encoding');
   reply.header('content-type', 'application/json; charset=utf-8');
@@ -160,7 +175,7 @@ function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer)
  * translation, if any), and the frames go through the stages — guardrail tail, cache
  * assembler, usage tap, the held answer's assembler — sharing each event's one parse.
  */
-function streamAnswer(reply: FastifyReply, input: RelayInput): { stream: Readable; assembled: StreamAssembler | undefined } {
+function streamAnswer(reply: FastifyReply, input: RelayInput, released: Promise<boolean> | undefined): { stream: Readable; assembled: StreamAssembler | undefined } {
   const { upstream, target, endpoint, requestBody, context } = input;
   upstream.body.once('data', () => {
     context.ttftMs = Number(process.hrtime.bigint() - context.startedAt) / 1e6;
@@ -172,7 +187,7 @@ function streamAnswer(reply: FastifyReply, input: RelayInput): { stream: Readabl
   // and usage; the held answer is checked as the client would get it.
   const stages: SseFrameStage[] = [];
   if (input.streamGuard?.mode === 'tail') stages.push(input.streamGuard.tail());
-  if (input.observer !== undefined) stages.push(input.observer.stream());
+  if (input.observer !== undefined) stages.push(input.observer.stream(released));
   if (endpoint !== 'embeddings') {
     const sink = {
       onUsage: (usage: AnswerUsage, model: string | undefined) => recordUsage(usage, model, input),

@@ -126,8 +126,11 @@ export function replyFromCache(
 export interface AnswerObserver {
   /** A plain answer's bytes and its parsed JSON. */
   plain(bytes: Buffer, parsed: unknown): void;
-  /** A stream's observer: a stage of the relay's frame pipeline (frames as they pass, before any usage chunk is removed). */
-  stream(): SseFrameStage;
+  /**
+   * A stream's observer: a stage of the relay's frame pipeline (frames as they pass, before
+   * any usage chunk is removed). `released`: for a held stream, whether output checks let it out.
+   */
+  stream(released?: Promise<boolean>): SseFrameStage;
 }
 
 export function cacheObserver(cache: ResponseCache, flow: CacheFlow): AnswerObserver | undefined {
@@ -138,13 +141,16 @@ export function cacheObserver(cache: ResponseCache, flow: CacheFlow): AnswerObse
       if (!isAnswer(parsed)) return;
       void cache.save(request, lookup, bytes.toString('utf8'));
     },
-    stream() {
+    stream(released) {
       const assembler = request.endpoint === 'messages' ? new MessagesStreamAssembler() : new StreamAssembler(request.endpoint);
       return {
         frame: (frame) => assembler.frame(frame),
         end: () => {
           const result = assembler.result();
-          if (result !== undefined) void cache.save(request, lookup, JSON.stringify(result));
+          if (result === undefined) return;
+          const save = (): void => void cache.save(request, lookup, JSON.stringify(result));
+          if (released === undefined) save();
+          else void released.then((passed) => passed && save());
         },
       };
     },

@@ -38,6 +38,14 @@ before(async () => {
         { id: 'claude-cached', config: { provider: '@claude', cache: { mode: 'simple', max_age: 60 } } },
         { id: 'claude-semantic', config: { provider: '@claude', cache: { mode: 'semantic' } } },
         { id: 'oa-cached', config: { provider: '@oa', cache: { mode: 'simple' } } },
+        {
+          id: 'claude-cached-guarded',
+          config: {
+            provider: '@claude',
+            cache: { mode: 'simple' },
+            output_guardrails: [{ id: 'no-forbidden', 'default.contains': { operator: 'none', words: ['forbidden'] }, deny: true }],
+          },
+        },
       ],
       cache: { semanticThreshold: 0.8 },
     }),
@@ -192,6 +200,32 @@ describe('/v1/messages simple cache (native Anthropic)', () => {
     const counted = await sdk('claude-cached').messages.countTokens({ model: MODEL, messages: [{ role: 'user', content: 'count' }] }).withResponse();
     assert.equal(counted.response.headers.get('x-gateway-cache-status'), 'DISABLED');
   });
+});
+
+describe('/v1/messages cache with output guardrails', () => {
+  const headers = { 'content-type': 'application/json', 'x-gateway-api-key': TEST_GATEWAY_KEY, 'x-gateway-config': 'claude-cached-guarded' };
+  async function send(body: Record<string, unknown>) {
+    const response = await fetch(`${harness.gateway.origin}/v1/messages`, { method: 'POST', headers, body: JSON.stringify(body) });
+    return { status: response.status, cache: response.headers.get('x-gateway-cache-status'), text: await response.text() };
+  }
+
+  for (const stream of [false, true]) {
+    test(`${stream ? 'stream' : 'plain'}: an answer the checks deny is not stored (a hit would skip them); one they pass is`, async () => {
+      const body = { ...params(`guarded ${String(stream)}`), stream };
+      anthropic.enqueue({ text: 'A forbidden answer.' });
+      const denied = await send(body);
+      assert.equal(denied.status, 446);
+      assert.equal(denied.cache, 'MISS');
+      const passed = await send(body);
+      assert.equal(passed.status, 200);
+      assert.equal(passed.cache, 'MISS', 'the denied answer was not stored');
+      assert.match(passed.text, /Claude\./);
+      const hit = await send(body);
+      assert.equal(hit.cache, 'HIT');
+      assert.doesNotMatch(hit.text, /forbidden/);
+      assert.equal(anthropic.requests.length, 2);
+    });
+  }
 });
 
 describe('/v1/messages semantic cache', () => {

@@ -43,7 +43,7 @@ after(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-async function call(method: string, path: string, key: string, init: { body?: BodyInit; headers?: Record<string, string> } = {}) {
+async function call(method: string, path: string, key: string, init: { body?: string | FormData; headers?: Record<string, string> } = {}) {
   const response = await fetch(`${harness.gateway.url}${path}`, {
     method,
     headers: { 'x-gateway-api-key': key, 'x-gateway-provider': '@mock', 'x-gateway-file-storage': 'gateway', ...init.headers },

@@ -51,7 +51,7 @@ function holders(files: Array<{ name: string; bytes: Buffer }>, secret: string):
   return files.filter((file) => file.bytes.includes(Buffer.from(secret, 'utf8'))).map((file) => file.name);
 }
 
-async function call(method: string, path: string, init: { body?: BodyInit; headers?: Record<string, string> } = {}) {
+async function call(method: string, path: string, init: { body?: string | FormData; headers?: Record<string, string> } = {}) {
   const response = await fetch(`${harness.gateway.url}${path}`, {
     method,
     headers: {

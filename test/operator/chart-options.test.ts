@@ -149,6 +149,14 @@ describe('Helm chart options (helm template)', { skip }, () => {
     assert.equal(single.filter((doc) => doc.kind === 'PodDisruptionBudget' && doc.metadata.name === 'rel-aigateway-operator').length, 0);
   });
 
+  test('the batch-credential key comes from the Secret the user names; unset, no variable', async () => {
+    const env = (manifests: Manifest[]) => podSpec(manifests, 'rel-aigateway-proxy').containers[0].env ?? [];
+    assert.ok(!env(defaults).some((entry: { name: string }) => entry.name === 'AIGATEWAY_SECRET_KEY'));
+    const named = await render('proxy.secretKey.existingSecret=my-seal');
+    const entry = env(named).find((item: { name: string }) => item.name === 'AIGATEWAY_SECRET_KEY');
+    assert.deepEqual(entry?.valueFrom, { secretKeyRef: { name: 'my-seal', key: 'secret-key' } });
+  });
+
   test('the proxy watches exactly its two state objects (Role on their names); off, it gets no token', async () => {
     const role = find(defaults, 'Role', 'rel-aigateway-proxy-state');
     assert.deepEqual(role.rules, [

@@ -136,7 +136,12 @@ spec:
     }, 10_000, 'the policy in GET /v1/policies/rate-limits');
     assert.ok(listed.data.length >= 1);
     // Enforced once the proxy has reloaded the state that carries it: a 429 within the minute.
+    // Requests are counted only once the proxy serves that state (its /ready hash changed), so
+    // none sent before the reload passes unlimited.
+    const servedHash = async (): Promise<string | undefined> => ((await (await fetch(`${proxy?.origin}/ready`)).json()) as { config_hash?: string }).config_hash;
+    const before = await servedHash();
     await eventually(() => mirror?.swapWhere((state) => state.includes(`id: ${id}`)), 20_000, 'the swap carrying the policy');
+    await eventually(async () => ((await servedHash()) !== before ? true : undefined), 20_000, 'the proxy serving the state with the policy');
     const limited: number[] = [];
     await eventually(async () => {
       const status = await chat('steady', { e2e: 'limited' });

@@ -120,6 +120,8 @@ spec:
   });
 
   test('POST /v1/policies/rate-limits through the proxy creates a RateLimitPolicy, enforced after the reload', async () => {
+    const servedHash = async (): Promise<string | undefined> => ((await (await fetch(`${proxy?.origin}/ready`)).json()) as { config_hash?: string }).config_hash;
+    const before = await servedHash();
     const response = await fetch(`${proxy?.origin}/v1/policies/rate-limits`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-gateway-api-key': ADMIN_KEY },
@@ -138,8 +140,6 @@ spec:
     // Enforced once the proxy has reloaded the state that carries it: a 429 within the minute.
     // Requests are counted only once the proxy serves that state (its /ready hash changed), so
     // none sent before the reload passes unlimited.
-    const servedHash = async (): Promise<string | undefined> => ((await (await fetch(`${proxy?.origin}/ready`)).json()) as { config_hash?: string }).config_hash;
-    const before = await servedHash();
     await eventually(() => mirror?.swapWhere((state) => state.includes(`id: ${id}`)), 20_000, 'the swap carrying the policy');
     await eventually(async () => ((await servedHash()) !== before ? true : undefined), 20_000, 'the proxy serving the state with the policy');
     const limited: number[] = [];

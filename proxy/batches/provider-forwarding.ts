@@ -1,38 +1,30 @@
-import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
 import { HEADER } from '../gateway-headers.ts';
-import { azureSettingsOf } from '../providers/azure-openai-options.ts';
-import type { ResolvedTarget } from '../providers/provider-adapter.ts';
+import type { ForwardedCall, ForwardOperation, ResolvedTarget } from '../providers/provider-adapter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
 import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute } from '../routing/select-route.ts';
 import { guardedCall, MAX_ERROR_BODY_BYTES, readGuardedBody, relayedHeaders, secretsOfTarget, type GuardedResponse } from '../upstream/guarded-call.ts';
 import { readBodyText } from '../upstream/read-body.ts';
 
-// Batches, files and fine-tuning jobs forwarded to one provider (OpenAI-compatible hosts
-// and Azure OpenAI): the provider comes from the request's headers or config exactly as
-// for inference, must be a single target, and answers are relayed as they are — bodies
-// streamed (file uploads and downloads are never held whole), errors in the OpenAI shape.
-// Every call is a guardedCall: egress policy (400 when denied), no redirects, timeouts,
+// Batches, files, fine-tuning jobs and the other OpenAI routes forwarded to one provider:
+// the provider comes from the request's headers or config exactly as for inference, must
+// be a single target whose adapter forwards (OpenAI-compatible hosts, Azure OpenAI), and
+// answers are relayed as they are — bodies streamed (file uploads and downloads are never
+// held whole), errors in the OpenAI shape. The adapter builds the call (URL, credentials);
+// every call is a guardedCall: egress policy (400 when denied), no redirects, timeouts,
 // credentials redacted from what is relayed, only allow-listed headers relayed.
 
-const FORWARDING_FAMILIES = new Set(['openai', 'azure-openai']);
 /** Largest provider JSON read whole (list pages merged with gateway objects). */
 const MAX_PROVIDER_JSON_BYTES = 64 * 1024 * 1024;
 /** Forwarded calls are control calls: headers within 2 minutes; uploads and downloads may idle 5. */
 const FORWARD_HEADERS_TIMEOUT_MS = 120_000;
 const FORWARD_BODY_TIMEOUT_MS = 300_000;
 
-export interface ProviderCall {
-  readonly method: 'GET' | 'POST' | 'DELETE';
-  /** Below the provider's base URL: `batches`, `files/file-1/content`… */
-  readonly path: string;
-  readonly query?: URLSearchParams;
-  readonly body?: Buffer | Readable;
-  readonly headers?: Readonly<Record<string, string>>;
-}
+/** A forwarded call as the routes describe it; the target's adapter puts it in the provider's form. */
+export type ProviderCall = ForwardedCall;
 
 /** The one provider a forwarded request names; 400 naming the header when there is none. */
 export function forwardingTarget(request: FastifyRequest, route: string): ResolvedTarget {
@@ -41,13 +33,7 @@ export function forwardingTarget(request: FastifyRequest, route: string): Resolv
   request.gateway.configId = selection.configId;
   const leaf = singleLeaf(selection.plan, route);
   const target = resolveTarget(leaf.settings, leaf.path, state, request.headers);
-  if (!FORWARDING_FAMILIES.has(target.adapter.family)) {
-    throw new GatewayError(
-      'AIGW_ERR_UNSUPPORTED_ENDPOINT',
-      `Provider "${target.provider}" has no ${route} endpoint the gateway can forward to (OpenAI-compatible providers and azure-openai do).`,
-      { param: HEADER.provider },
-    );
-  }
+  forwardOf(target, route);
   request.gateway.provider = target.provider;
   return target;
 }
@@ -77,13 +63,13 @@ function singleLeaf(plan: PlanNode, route: string): PlanNode {
 
 /** Calls the provider; network failures become the gateway's 502/504. */
 export async function callProvider(dispatcher: Dispatcher, target: ResolvedTarget, call: ProviderCall): Promise<GuardedResponse> {
-  const { url, headers } = providerRequest(target, call);
+  const planned = forwardOf(target, `/v1/${call.path}`)(target, call);
   return guardedCall({
     dispatcher,
-    url,
-    method: call.method,
-    headers,
-    body: call.body ?? null,
+    url: planned.url,
+    method: planned.method,
+    headers: { 'accept-encoding': 'identity', ...planned.headers },
+    body: planned.body,
     upstream: target.provider,
     secrets: secretsOfTarget(target),
     egressParam: target.customHost ? 'custom_host' : HEADER.provider,
@@ -132,30 +118,13 @@ export async function readProviderJson(target: ResolvedTarget, answer: GuardedRe
   throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered with a body that is not a JSON object.`);
 }
 
-function providerRequest(target: ResolvedTarget, call: ProviderCall): { url: URL; headers: Record<string, string> } {
-  const headers: Record<string, string> = { 'accept-encoding': 'identity', ...target.headers, ...call.headers };
-  const query = new URLSearchParams(call.query);
-  let base: string;
-  if (target.adapter.family === 'azure-openai') {
-    const settings = azureSettingsOf(target.options);
-    const root = target.baseUrl.replace(/\/openai$/, '');
-    // The GA data-plane API takes ?api-version=; without one, the v1 API.
-    if (settings.apiVersion !== undefined) {
-      base = `${root}/openai`;
-      query.set('api-version', settings.apiVersion);
-    } else {
-      base = `${root}/openai/v1`;
-    }
-    if (settings.credential !== undefined) {
-      const bearer = settings.authMode === 'entra' || (settings.authMode === 'auto' && /^eyJ[\w-]*\.[\w-]+\.[\w-]*$/.test(settings.credential));
-      if (bearer) headers['authorization'] = `Bearer ${settings.credential}`;
-      else headers['api-key'] = settings.credential;
-    }
-  } else {
-    base = target.baseUrl;
-    if (target.apiKey !== undefined && target.apiKey !== '') headers['authorization'] = `Bearer ${target.apiKey}`;
-  }
-  const search = query.toString();
-  return { url: new URL(`${base}/${call.path}${search === '' ? '' : `?${search}`}`), headers };
+/** The target's forward operation; a 400 naming the provider when its family forwards nothing. */
+function forwardOf(target: ResolvedTarget, route: string): ForwardOperation {
+  const forward = target.adapter.forward;
+  if (forward !== undefined) return forward;
+  throw new GatewayError(
+    'AIGW_ERR_UNSUPPORTED_ENDPOINT',
+    `Provider "${target.provider}" has no ${route} endpoint the gateway can forward to (OpenAI-compatible providers and azure-openai do).`,
+    { param: HEADER.provider },
+  );
 }
-

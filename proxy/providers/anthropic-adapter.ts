@@ -46,6 +46,8 @@ export const anthropicAdapter: ProviderAdapter = {
   },
   transformResponse: (_endpoint, body, request) => fromAnthropicMessage(body, request),
   createStreamTransform: (_endpoint, request) => createAnthropicStreamTransform(request),
+  // Its API has no OpenAI-form files, batches or fine-tuning routes to forward to.
+  forward: undefined,
   normaliseError: normaliseAnthropicError,
   nativeMessages: { accepts: () => true },
 };

@@ -1,7 +1,8 @@
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError } from '../errors.ts';
-import { azureSettingsOf, resolveAzureOptions, type AzureSettings } from './azure-openai-options.ts';
-import type { PlanInput, ProviderAdapter, ProviderFamily, UpstreamRequestPlan } from './provider-adapter.ts';
+import { azureResourceRoot, azureSettingsOf, prefersBearer, resolveAzureOptions, type AzureSettings } from './azure-openai-options.ts';
+import { forwardedUrl } from './openai-adapter.ts';
+import type { ForwardedCall, ForwardedRequest, PlanInput, ProviderAdapter, ProviderFamily, ResolvedTarget, UpstreamRequestPlan } from './provider-adapter.ts';
 import { normaliseProviderError } from './provider-errors.ts';
 
 // Azure OpenAI (`azure-openai`, the spec's cloudA). Bodies and answers are OpenAI-shaped,
@@ -13,6 +14,8 @@ import { normaliseProviderError } from './provider-errors.ts';
 //                     (the v1 API: no api-version; the deployment goes in body.model)
 //   serverless        https://{endpoint}.{region}.models.ai.azure.com/{chat/completions|embeddings}
 //   managed           https://{endpoint}.{region}.inference.ml.azure.com/score (chat only)
+//   forwarded routes  https://{resource}.openai.azure.com/openai/{files|batches|…}?api-version={version}
+//                     without an api version: …/openai/v1/{files|batches|…} (the v1 API)
 //
 // A custom host replaces the scheme and host (a trailing /openai is tolerated).
 // Auth: Azure OpenAI takes an API key in `api-key` or an Entra ID token as
@@ -30,8 +33,6 @@ const SERVERLESS_PATHS: Readonly<Partial<Record<InferenceEndpoint, string>>> = {
   embeddings: '/embeddings',
 };
 
-const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]*$/;
-
 export const azureOpenAIAdapter: ProviderAdapter = {
   family: 'azure-openai',
   supportsEndpoint: (endpoint) => endpoint in DEPLOYMENT_PATHS || endpoint === 'responses',
@@ -40,12 +41,24 @@ export const azureOpenAIAdapter: ProviderAdapter = {
     if (settings.kind === 'openai') return planAzureOpenAI(input, settings);
     return planInference(input, settings);
   },
+  forward: forwardAzureOpenAI,
   normaliseError: normaliseProviderError,
 };
 
+function forwardAzureOpenAI(target: ResolvedTarget, call: ForwardedCall): ForwardedRequest {
+  const settings = azureSettingsOf(target.options);
+  const query = new URLSearchParams(call.query);
+  // The GA data-plane API takes ?api-version=; without one, the v1 API.
+  let base = `${azureResourceRoot(target.baseUrl)}/openai`;
+  if (settings.apiVersion !== undefined) query.set('api-version', settings.apiVersion);
+  else base += '/v1';
+  const headers = { ...target.headers, ...call.headers, ...credentialHeader(settings, prefersBearer(settings)) };
+  return { url: forwardedUrl(base, call.path, query), method: call.method, headers, body: call.body ?? null };
+}
+
 function planAzureOpenAI({ target, endpoint, body, bodyChanged }: PlanInput, settings: AzureSettings): UpstreamRequestPlan {
-  const base = target.baseUrl.replace(/\/openai$/, '');
-  const headers = credentialHeaders(settings, settings.authMode === 'entra' || (settings.authMode === 'auto' && isJwt(settings.credential)));
+  const base = azureResourceRoot(target.baseUrl);
+  const headers = { 'content-type': 'application/json', ...credentialHeader(settings, prefersBearer(settings)) };
   const model = typeof body['model'] === 'string' ? body['model'] : undefined;
   if (endpoint === 'responses') {
     // The v1 API routes by body.model, which must name the deployment.
@@ -77,7 +90,7 @@ function planAzureOpenAI({ target, endpoint, body, bodyChanged }: PlanInput, set
 }
 
 function planInference({ target, endpoint, body, bodyChanged }: PlanInput, settings: AzureSettings): UpstreamRequestPlan {
-  const headers = credentialHeaders(settings, true);
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...credentialHeader(settings, true) };
   let url: string;
   if (settings.kind === 'managed') {
     if (endpoint !== 'chat.completions') throw unsupported(target.provider, endpoint, 'a managed online endpoint');
@@ -127,16 +140,10 @@ export function pickDeployment(
   );
 }
 
-function credentialHeaders(settings: AzureSettings, asBearer: boolean): Record<string, string> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (settings.credential === undefined) return headers;
-  if (asBearer) headers['authorization'] = `Bearer ${settings.credential}`;
-  else headers['api-key'] = settings.credential;
-  return headers;
-}
-
-function isJwt(token: string | undefined): boolean {
-  return token !== undefined && JWT.test(token);
+/** The credential in Azure's form: `Authorization: Bearer` or `api-key`; none with a keyless custom host. */
+function credentialHeader(settings: AzureSettings, asBearer: boolean): Record<string, string> {
+  if (settings.credential === undefined) return {};
+  return asBearer ? { authorization: `Bearer ${settings.credential}` } : { 'api-key': settings.credential };
 }
 
 function unsupported(provider: string, endpoint: InferenceEndpoint, where?: string): GatewayError {

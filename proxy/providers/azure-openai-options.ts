@@ -111,6 +111,18 @@ export function azureSettingsOf(options: Readonly<Record<string, unknown>>): Azu
   return settings as AzureSettings;
 }
 
+const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]*$/;
+
+/** Whether an Azure OpenAI resource gets the credential as a bearer token (Entra ID) rather than `api-key`. */
+export function prefersBearer(settings: AzureSettings): boolean {
+  return settings.authMode === 'entra' || (settings.authMode === 'auto' && settings.credential !== undefined && JWT.test(settings.credential));
+}
+
+/** The resource's origin (a custom host may end in /openai): the data-plane paths start with /openai under it. */
+export function azureResourceRoot(baseUrl: string): string {
+  return baseUrl.replace(/\/openai$/, '');
+}
+
 function publicBaseUrl(
   kind: AzureSettings['kind'],
   node: RoutingConfig,

@@ -60,6 +60,8 @@ export const bedrockAdapter: ProviderAdapter = {
     return endpoint === 'embeddings' ? embeddingsFromBedrock(response, request) : chatCompletionFromConverse(response, request);
   },
   createStreamTransform: (_endpoint, request) => new ConverseStreamTransform(request),
+  // Its API has no OpenAI-form files, batches or fine-tuning routes to forward to.
+  forward: undefined,
   normaliseError: normaliseBedrockError,
   // Claude models take /v1/messages natively through InvokeModel; others are translated.
   nativeMessages: {

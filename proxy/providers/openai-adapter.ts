@@ -1,10 +1,11 @@
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
-import type { PlanInput, ProviderAdapter, UpstreamRequestPlan } from './provider-adapter.ts';
+import type { ForwardedCall, ForwardedRequest, PlanInput, ProviderAdapter, ResolvedTarget, UpstreamRequestPlan } from './provider-adapter.ts';
 import { normaliseProviderError } from './provider-errors.ts';
 
 // The identity adapter: OpenAI and every OpenAI-compatible host. The body is forwarded
 // untouched unless the gateway changed it (override_params); only the URL and the
-// credential header are ours to set.
+// credential header are ours to set. Forwarded routes (files, batches, fine-tuning…) go
+// to the same base URL with the same bearer credential.
 
 export const OPENAI_ENDPOINT_PATHS: Readonly<Record<InferenceEndpoint, string>> = {
   'chat.completions': '/chat/completions',
@@ -30,6 +31,19 @@ export function openaiCompatibleAdapter(supported: ReadonlySet<InferenceEndpoint
         body: bodyChanged ? JSON.stringify(body) : undefined,
       };
     },
+    forward: forwardOpenAICompatible,
     normaliseError: normaliseProviderError,
   };
+}
+
+function forwardOpenAICompatible(target: ResolvedTarget, call: ForwardedCall): ForwardedRequest {
+  const headers: Record<string, string> = { ...target.headers, ...call.headers };
+  if (target.apiKey !== undefined && target.apiKey !== '') headers['authorization'] = `Bearer ${target.apiKey}`;
+  return { url: forwardedUrl(target.baseUrl, call.path, call.query), method: call.method, headers, body: call.body ?? null };
+}
+
+/** `{base}/{path}?{query}`: the OpenAI API's form, which Azure's data plane shares. */
+export function forwardedUrl(base: string, path: string, query: URLSearchParams | undefined): URL {
+  const search = query === undefined ? '' : query.toString();
+  return new URL(`${base}/${path}${search === '' ? '' : `?${search}`}`);
 }

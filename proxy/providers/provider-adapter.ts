@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Transform } from 'node:stream';
+import type { Readable, Transform } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { SavedProvider } from '../config/gateway-state.ts';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
@@ -49,6 +49,32 @@ export interface PlanInput {
   readonly dispatcher?: Dispatcher | undefined;
 }
 
+/**
+ * A call forwarded to the provider's own API as it is (files, batches, fine-tuning jobs,
+ * models and the other OpenAI routes the gateway does not translate).
+ */
+export interface ForwardedCall {
+  readonly method: 'GET' | 'POST' | 'DELETE';
+  /** Under the provider's API root, segments already encoded: `/batches`, `/files/file-1/content`. */
+  readonly path: string;
+  readonly query?: URLSearchParams | undefined;
+  /** Bytes, or a stream relayed as it arrives (uploads are never held whole). */
+  readonly body?: Buffer | Readable | undefined;
+  /** The client's headers the route passes on (content-type, content-length…). */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+}
+
+/** A forwarded call in the provider's own form: where it goes and with which credentials. */
+export interface ForwardedRequest {
+  readonly url: URL;
+  readonly method: ForwardedCall['method'];
+  readonly headers: Record<string, string>;
+  readonly body: Buffer | Readable | null;
+}
+
+/** Builds a forwarded call for one resolved target. */
+export type ForwardOperation = (target: ResolvedTarget, call: ForwardedCall) => ForwardedRequest;
+
 export interface ProviderAdapter {
   /** Adapter family (`openai`, `anthropic`, …). */
   readonly family: string;
@@ -62,6 +88,12 @@ export interface ProviderAdapter {
    * bytes out, ending with `data: [DONE]` where OpenAI's stream does. Absent = passthrough.
    */
   createStreamTransform?(endpoint: InferenceEndpoint, request: Record<string, unknown>): Transform;
+  /**
+   * Forwarded routes (files, batches, fine-tuning, models…) in the provider's own form;
+   * `undefined` declares that the family's API serves none of them, and forwarded requests
+   * naming it are refused with a 400 before anything is read.
+   */
+  readonly forward: ForwardOperation | undefined;
   /** The provider's error answer in the OpenAI error shape. */
   normaliseError(status: number, bodyText: string, provider: string): OpenAIErrorBody;
   /**

@@ -94,6 +94,8 @@ export function vertexAdapter(tokens: AccessTokenCache = SHARED_TOKEN_CACHE): Pr
     },
     // Claude models take /v1/messages natively (raw Anthropic events); Gemini is translated.
     nativeMessages: { accepts: (body) => typeof body['model'] === 'string' && body['model'].startsWith('claude') },
+    // Its API has no OpenAI-form files, batches or fine-tuning routes to forward to.
+    forward: undefined,
     normaliseError(status: number, bodyText: string, provider: string): OpenAIErrorBody {
       // Claude models answer in Anthropic's error shape, Google's front end in its own.
       return /^\s*\{\s*"type"\s*:\s*"error"/.test(bodyText)

@@ -1,4 +1,4 @@
-import type { SqlDialect, SqlDriver } from './sql-driver.ts';
+import type { SqlDialect, SqlDriver } from '../sql/sql-driver.ts';
 
 // The tables of gateway-managed files and batches, one DDL for both dialects. Created on
 // start when missing; on PostgreSQL under an advisory lock, so replicas starting together

@@ -7,10 +7,10 @@ import type { GatewayHost } from '../start-gateway.ts';
 import { injectLineExecutor } from './batch-line-executor.ts';
 import { registerBatchRoutes } from './batch-routes.ts';
 import { BatchRunner } from './batch-runner.ts';
-import { PostgresDriver } from './postgres-driver.ts';
+import { PostgresDriver } from '../sql/postgres-driver.ts';
 import { SqlBatchStore } from './sql-batch-store.ts';
-import type { SqlDriver } from './sql-driver.ts';
-import { SqliteDriver } from './sqlite-driver.ts';
+import type { SqlDriver } from '../sql/sql-driver.ts';
+import { SqliteDriver } from '../sql/sqlite-driver.ts';
 
 // Batches, files and fine-tuning as one gateway plugin: opens the store (SQLite file
 // standalone, PostgreSQL when replicas share the work), starts this process's batch worker

@@ -1,6 +1,6 @@
 import { newGatewayFileId } from '../files/file-store.ts';
 import { insertFileChunk } from '../files/sql-file-store.ts';
-import { forUpdate, num, str, strOrNull, type SqlDialect, type SqlExecutor } from './sql-driver.ts';
+import { forUpdate, num, str, strOrNull, type SqlDialect, type SqlExecutor } from '../sql/sql-driver.ts';
 
 // The end of a gateway-managed batch, in one transaction: re-read the batch under its
 // row lock, write the output file (lines that got a 2xx answer) and the error file (the

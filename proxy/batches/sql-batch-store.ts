@@ -7,9 +7,9 @@ import { isInputError, JsonlLineSplitter, MAX_BATCH_LINES, MAX_REPORTED_ERRORS, 
 import type { BatchRecord, BatchStatus, BatchStore, CancelResult, ClaimedLine, LineOutcome, NewBatch } from './batch-store.ts';
 import { BatchCredentialSeal, SECRET_KEY_ENV } from './batch-credential-seal.ts';
 import { finalizeBatch } from './sql-batch-finalize.ts';
-import { SqliteDriver } from './sqlite-driver.ts';
+import { SqliteDriver } from '../sql/sqlite-driver.ts';
 import { ensureBatchTables } from './batch-tables.ts';
-import { num, numOrNull, skipLocked, str, strOrNull, type SqlDriver, type SqlExecutor, type SqlRow } from './sql-driver.ts';
+import { num, numOrNull, skipLocked, str, strOrNull, type SqlDriver, type SqlExecutor, type SqlRow } from '../sql/sql-driver.ts';
 
 // BatchStore on SQLite or PostgreSQL. Exactly-once per line, as far as the gateway
 // controls it: a worker records a line as `running` under its id (committed) before

@@ -1,4 +1,4 @@
-import { bytes, num, str, type SqlDriver, type SqlExecutor } from '../batches/sql-driver.ts';
+import { bytes, num, str, type SqlDriver, type SqlExecutor } from '../sql/sql-driver.ts';
 import type { FileListQuery, FileRecord, FileStore, NewUpload, Page } from './file-store.ts';
 
 // FileStore on SQLite or PostgreSQL (tables in batches/batch-tables.ts). A file row is

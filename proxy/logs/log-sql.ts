@@ -1,4 +1,5 @@
 import type { RequestRecord } from '../observability/request-record.ts';
+import type { SqlDialect } from '../sql/sql-driver.ts';
 import {
   MAX_SUMMARY_GROUPS,
   type LogFilter,
@@ -7,7 +8,7 @@ import {
 } from './request-log-store.ts';
 
 // The SQL both log stores share: one table layout, one WHERE builder, one summary query.
-// Only what really differs (placeholders, JSON access, the time type) sits behind SqlDialect,
+// Only what really differs (placeholders, JSON access, the time type) sits behind LogSqlSyntax,
 // so SQLite and PostgreSQL answer the shared suite identically by construction.
 //
 // Metadata is kept twice: `metadata` as the client sent it (returned by the API) and
@@ -67,7 +68,9 @@ export type LogRow = {
         : string | null;
 };
 
-export interface SqlDialect {
+/** The log SQL pieces that differ per dialect (the one SqlDialect of sql/sql-driver.ts). */
+export interface LogSqlSyntax {
+  readonly dialect: SqlDialect;
   /** The n-th (1-based) bound parameter: `?n` (SQLite) or `$n` (PostgreSQL). */
   placeholder(index: number): string;
   /** SQL that binds an epoch-ms instant in the column's type. */
@@ -81,15 +84,15 @@ export interface SqlDialect {
 /** Collects bound values; `bind` returns the placeholder for the value just added. */
 export class SqlParams {
   readonly values: unknown[] = [];
-  readonly #dialect: SqlDialect;
+  readonly #syntax: LogSqlSyntax;
 
-  constructor(dialect: SqlDialect) {
-    this.#dialect = dialect;
+  constructor(syntax: LogSqlSyntax) {
+    this.#syntax = syntax;
   }
 
   bind(value: unknown): string {
     this.values.push(value);
-    return this.#dialect.placeholder(this.values.length);
+    return this.#syntax.placeholder(this.values.length);
   }
 }
 
@@ -99,7 +102,7 @@ export interface Statement {
 }
 
 /** `WHERE …` for the filter (or an empty string), binding into `params`. */
-export function whereClause(filter: LogFilter, dialect: SqlDialect, params: SqlParams, extra: string[] = []): string {
+export function whereClause(filter: LogFilter, syntax: LogSqlSyntax, params: SqlParams, extra: string[] = []): string {
   const parts: string[] = [];
   const equal = (column: string, value: string | undefined): void => {
     if (value !== undefined) parts.push(`${column} = ${params.bind(value)}`);
@@ -113,10 +116,10 @@ export function whereClause(filter: LogFilter, dialect: SqlDialect, params: SqlP
   if (filter.status !== undefined) {
     parts.push(`status BETWEEN ${params.bind(filter.status.min)} AND ${params.bind(filter.status.max)}`);
   }
-  if (filter.from !== undefined) parts.push(`started_at >= ${dialect.bindTime(filter.from, params)}`);
-  if (filter.to !== undefined) parts.push(`started_at < ${dialect.bindTime(filter.to, params)}`);
+  if (filter.from !== undefined) parts.push(`started_at >= ${syntax.bindTime(filter.from, params)}`);
+  if (filter.to !== undefined) parts.push(`started_at < ${syntax.bindTime(filter.to, params)}`);
   if (filter.metadata !== undefined && Object.keys(filter.metadata).length > 0) {
-    parts.push(dialect.metadataMatches(filter.metadata, params));
+    parts.push(syntax.metadataMatches(filter.metadata, params));
   }
   parts.push(...extra);
   return parts.length === 0 ? '' : `WHERE ${parts.join(' AND ')}`;
@@ -129,14 +132,14 @@ export function pageStatement(
   filter: LogFilter,
   after: { startedAt: number; id: string } | undefined,
   limit: number,
-  dialect: SqlDialect,
+  syntax: LogSqlSyntax,
 ): Statement {
-  const params = new SqlParams(dialect);
+  const params = new SqlParams(syntax);
   const extra: string[] = [];
   if (after !== undefined) {
-    extra.push(`(started_at, id) < (${dialect.bindTime(after.startedAt, params)}, ${params.bind(after.id)})`);
+    extra.push(`(started_at, id) < (${syntax.bindTime(after.startedAt, params)}, ${params.bind(after.id)})`);
   }
-  const where = whereClause(filter, dialect, params, extra);
+  const where = whereClause(filter, syntax, params, extra);
   const sql = `SELECT ${selectList} FROM ${table} ${where} ORDER BY started_at DESC, id DESC LIMIT ${params.bind(limit + 1)}`;
   return { sql, values: params.values };
 }
@@ -150,16 +153,16 @@ export function summaryStatement(
   table: string,
   filter: LogFilter,
   groupBy: SummaryGroupBy | undefined,
-  dialect: SqlDialect,
+  syntax: LogSqlSyntax,
 ): Statement {
-  const params = new SqlParams(dialect);
+  const params = new SqlParams(syntax);
   const group =
     groupBy === undefined
       ? '0'
       : groupBy.kind === 'metadata'
-        ? dialect.metadataValue(groupBy.key, params)
+        ? syntax.metadataValue(groupBy.key, params)
         : groupBy.kind;
-  const where = whereClause(filter, dialect, params);
+  const where = whereClause(filter, syntax, params);
   const sql = `SELECT g AS group_key,
   COUNT(*) AS requests,
   SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END) AS errors,

@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { leasePostgresPool, type PostgresPoolLease } from '../sql/postgres-pool.ts';
 import type { RequestRecord } from '../observability/request-record.ts';
 import {
   EMPTY_STATS,
@@ -10,7 +11,7 @@ import {
   statsFromRow,
   summaryStatement,
   type LogColumn,
-  type SqlDialect,
+  type LogSqlSyntax,
   type SummaryRow,
 } from './log-sql.ts';
 import {
@@ -34,7 +35,6 @@ export interface PostgresLogStoreOptions {
   connectionString: string;
   /** Table, optionally schema-qualified (`logs.request_logs`). Default `aigateway_request_logs`. */
   table?: string;
-  maxConnections?: number;
 }
 
 const DEFAULT_TABLE = 'aigateway_request_logs';
@@ -75,7 +75,8 @@ const ARRAY_TYPES: Record<LogColumn, string> = {
 
 const POSTGRES_TYPES = { integer: 'bigint', real: 'float8', text: 'text' } as const;
 
-export const POSTGRES_DIALECT: SqlDialect = {
+export const POSTGRES_LOG_SYNTAX: LogSqlSyntax = {
+  dialect: 'postgres',
   placeholder: (index) => `$${index}`,
   bindTime: (ms, params) => `${params.bind(new Date(ms).toISOString())}::timestamptz`,
   metadataMatches: (pairs, params) => `metadata_flat @> ${params.bind(JSON.stringify(pairs))}::jsonb`,
@@ -88,34 +89,34 @@ const SELECT_LIST = LOG_COLUMNS.map((column) =>
 ).join(', ');
 
 export class PostgresLogStore implements RequestLogStore {
-  readonly #pool: pg.Pool;
+  readonly #lease: PostgresPoolLease;
   readonly #table: string;
+  #closed = false;
 
-  private constructor(pool: pg.Pool, table: string) {
-    this.#pool = pool;
+  private constructor(lease: PostgresPoolLease, table: string) {
+    this.#lease = lease;
     this.#table = table;
+  }
+
+  /** The shared pool, refused once this store is closed. */
+  get #pool(): pg.Pool {
+    if (this.#closed) throw new Error('request log store closed');
+    return this.#lease.pool;
   }
 
   /** Connects and creates the table and indexes when missing (safe with replicas starting together). */
   static async open(options: PostgresLogStoreOptions): Promise<PostgresLogStore> {
     const table = options.table ?? DEFAULT_TABLE;
     if (!IDENTIFIER.test(table)) throw new RangeError(`invalid request log table name "${table}"`);
-    const pool = new pg.Pool({
-      connectionString: options.connectionString,
-      max: options.maxConnections ?? 4,
-      connectionTimeoutMillis: 5_000,
-      // Reads from the API must not hold a connection for ever.
-      statement_timeout: 30_000,
-    });
-    // An idle client losing its connection must not crash the process; the next query reconnects.
-    pool.on('error', () => undefined);
+    // The pool shared with the batch and file stores on the same database (postgres-pool.ts).
+    const lease = leasePostgresPool(options.connectionString);
     try {
-      await createSchema(pool, table);
+      await createSchema(lease.pool, table);
     } catch (error) {
-      await pool.end();
+      await lease.release();
       throw error;
     }
-    return new PostgresLogStore(pool, table);
+    return new PostgresLogStore(lease, table);
   }
 
   async insertMany(records: readonly RequestRecord[]): Promise<void> {
@@ -142,7 +143,7 @@ export class PostgresLogStore implements RequestLogStore {
       if (row === undefined) throw new RequestLogCursorError(after);
       cursor = { startedAt: row.started_at, id: after };
     }
-    const statement = pageStatement(this.#table, SELECT_LIST, filter, cursor, limit, POSTGRES_DIALECT);
+    const statement = pageStatement(this.#table, SELECT_LIST, filter, cursor, limit, POSTGRES_LOG_SYNTAX);
     const result = await this.#pool.query<Record<string, unknown>>(statement.sql, statement.values);
     const records = result.rows.slice(0, limit).map(recordFromRow);
     const hasMore = result.rows.length > limit;
@@ -157,7 +158,7 @@ export class PostgresLogStore implements RequestLogStore {
 
   async summary(filter: LogFilter, groupBy: SummaryGroupBy | undefined): Promise<AnalyticsSummary> {
     const run = async (by: SummaryGroupBy | undefined): Promise<SummaryRow[]> => {
-      const statement = summaryStatement(this.#table, filter, by, POSTGRES_DIALECT);
+      const statement = summaryStatement(this.#table, filter, by, POSTGRES_LOG_SYNTAX);
       return (await this.#pool.query<SummaryRow>(statement.sql, statement.values)).rows;
     };
     const [totalRows, groupRows] = await Promise.all([run(undefined), groupBy === undefined ? [] : run(groupBy)]);
@@ -185,8 +186,10 @@ export class PostgresLogStore implements RequestLogStore {
     }
   }
 
+  /** Releases the shared pool (ended when its last user closes). Idempotent. */
   async close(): Promise<void> {
-    if (!this.#pool.ended) await this.#pool.end();
+    this.#closed = true;
+    await this.#lease.release();
   }
 }
 

@@ -1,5 +1,5 @@
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { preparePrivateFile } from '../private-data-files.ts';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { openSqliteDatabase } from '../sql/sqlite-database.ts';
 import type { RequestRecord } from '../observability/request-record.ts';
 import {
   EMPTY_STATS,
@@ -10,7 +10,7 @@ import {
   rowOf,
   statsFromRow,
   summaryStatement,
-  type SqlDialect,
+  type LogSqlSyntax,
   type SqlParams,
   type SummaryRow,
 } from './log-sql.ts';
@@ -37,7 +37,8 @@ function metadataPath(key: string): string {
   return `$."${key}"`;
 }
 
-export const SQLITE_DIALECT: SqlDialect = {
+export const SQLITE_LOG_SYNTAX: LogSqlSyntax = {
+  dialect: 'sqlite',
   placeholder: (index) => `?${index}`,
   bindTime: (ms: number, params: SqlParams) => params.bind(ms),
   metadataMatches(pairs, params) {
@@ -92,11 +93,8 @@ export class SqliteLogDatabase {
 
   /** Opens (creating) the log database at `path` (`:memory:` for a scratch one). */
   constructor(path: string) {
-    preparePrivateFile(path);
-    this.#db = new DatabaseSync(path);
-    // WAL: readers never wait for the writer; NORMAL: a commit does not fsync (the WAL
-    // checkpoint does), losing at most the last commits on power loss — fine for logs.
-    this.#db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;');
+    // WAL and synchronous NORMAL (sqlite-database.ts): losing the last commits on power loss is fine for logs.
+    this.#db = openSqliteDatabase(path);
     this.#db.exec(SCHEMA);
     const present = new Set((this.#db.prepare(`PRAGMA table_info(${TABLE})`).all() as { name: string }[]).map((column) => column.name));
     for (const [column, type] of ADDED_COLUMNS) {
@@ -133,7 +131,7 @@ export class SqliteLogDatabase {
       if (found === undefined) throw new RequestLogCursorError(after);
       cursor = { startedAt: found.started_at, id: after };
     }
-    const statement = pageStatement(TABLE, '*', filter, cursor, limit, SQLITE_DIALECT);
+    const statement = pageStatement(TABLE, '*', filter, cursor, limit, SQLITE_LOG_SYNTAX);
     const rows = this.#db.prepare(statement.sql).all(...(statement.values as SqliteValue[]));
     const records = rows.slice(0, limit).map((row) => recordFromRow(row));
     const hasMore = rows.length > limit;
@@ -147,7 +145,7 @@ export class SqliteLogDatabase {
 
   summary(filter: LogFilter, groupBy: SummaryGroupBy | undefined): AnalyticsSummary {
     const run = (by: SummaryGroupBy | undefined): SummaryRow[] => {
-      const statement = summaryStatement(TABLE, filter, by, SQLITE_DIALECT);
+      const statement = summaryStatement(TABLE, filter, by, SQLITE_LOG_SYNTAX);
       return this.#db.prepare(statement.sql).all(...(statement.values as SqliteValue[])) as SummaryRow[];
     };
     const totalRow = run(undefined)[0];

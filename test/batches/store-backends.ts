@@ -6,9 +6,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { PostgresDriver } from '../../proxy/batches/postgres-driver.ts';
-import type { SqlDriver } from '../../proxy/batches/sql-driver.ts';
-import { SqliteDriver } from '../../proxy/batches/sqlite-driver.ts';
+import { PostgresDriver } from '../../proxy/sql/postgres-driver.ts';
+import type { SqlDriver } from '../../proxy/sql/sql-driver.ts';
+import { SqliteDriver } from '../../proxy/sql/sqlite-driver.ts';
 
 export const POSTGRES_URL = process.env['AIGW_TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 

@@ -1,5 +1,5 @@
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import { preparePrivateFile } from '../private-data-files.ts';
+import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import { openSqliteDatabase } from './sqlite-database.ts';
 import type { SqlDriver, SqlExecutor, SqlRow, SqlValue } from './sql-driver.ts';
 
 // node:sqlite behind the SqlDriver interface. The database API is synchronous, but a
@@ -23,11 +23,7 @@ export class SqliteDriver implements SqlDriver {
    */
   constructor(path: string) {
     this.path = path;
-    preparePrivateFile(path);
-    this.#db = new DatabaseSync(path);
-    this.#db.exec(
-      'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;',
-    );
+    this.#db = openSqliteDatabase(path, { foreignKeys: true, secureDelete: true });
   }
 
   purgeJournal(): Promise<void> {

@@ -168,6 +168,7 @@ async function serve(args: string[]): Promise<number> {
     plugins: [batchesPluginOf(values, dataDir), ...(requestLogging === undefined ? [] : [requestLogging.routes])],
   }).catch(async (error: unknown) => {
     await requestLogging?.close(); // its PostgreSQL pool would hold the exit
+    await redis?.connection.close(); // so would the Redis socket
     throw error;
   });
   process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir})\n`);
@@ -182,6 +183,7 @@ async function serve(args: string[]): Promise<number> {
     gateway
       .close({ delayMs: shutdownDelayMs, timeoutMs: drainTimeoutMs })
       .then(() => requestLogging?.close()) // flushes the queued records
+      .then(() => redis?.connection.close()) // after the stores using it
       .then(
         () => {
           // The log is buffered: write what is left before leaving.
@@ -257,17 +259,23 @@ async function controlPlaneOf(url: string | undefined): Promise<typeof controlPl
   return () => controlPlaneForward({ baseUrl: url });
 }
 
-/** Rate-limit counters, the response cache and the semantic index on one Redis. */
+/**
+ * Rate-limit counters, the response cache and the semantic index on one Redis connection;
+ * the stores' close leaves it open, `connection.close()` after theirs ends it.
+ */
 async function redisStoresOf(url: string) {
-  const [{ RedisCounterStore }, { RedisResponseCache }, { RedisSemanticIndex }] = await Promise.all([
+  const [{ openRedisConnection }, { RedisCounterStore }, { RedisResponseCache }, { RedisSemanticIndex }] = await Promise.all([
+    import('../proxy/redis/fail-fast-redis.ts'),
     import('../proxy/ratelimit/redis-counter-store.ts'),
     import('../proxy/cache/redis-response-cache.ts'),
     import('../proxy/cache/redis-semantic-index.ts'),
   ]);
+  const connection = openRedisConnection(url);
   return {
-    counterStore: new RedisCounterStore({ url }),
-    cacheStore: new RedisResponseCache({ url }),
-    semanticIndex: new RedisSemanticIndex({ url }),
+    connection,
+    counterStore: new RedisCounterStore({ connection }),
+    cacheStore: new RedisResponseCache({ connection }),
+    semanticIndex: new RedisSemanticIndex({ connection }),
   };
 }
 

@@ -21,13 +21,15 @@
 // proxy/redis/fail-fast-redis.ts for the connection policy).
 
 import { decodeAnswer, encodeAnswer, DEFAULT_COMPRESS_ABOVE_BYTES } from './answer-codec.ts';
-import { FailFastRedis } from '../redis/fail-fast-redis.ts';
+import { FailFastRedis, type RedisConnection } from '../redis/fail-fast-redis.ts';
 import { DEFAULT_MAX_ENTRY_BYTES, answerBytes, assertValidTtl, positiveInteger, type CachedAnswer, type ResponseCacheStats, type ResponseCacheStore } from './response-cache-store.ts';
 import { CacheStoreUnavailableError } from '../errors.ts';
 
 export interface RedisResponseCacheOptions {
-  /** redis:// or rediss:// URL. */
-  url: string;
+  /** The Redis connection shared with the other stores (openRedisConnection); its owner closes it. */
+  connection?: RedisConnection;
+  /** Or a redis:// or rediss:// URL to connect to alone. */
+  url?: string;
   /** Longest a call may take before it rejects as unavailable. Default 100. */
   commandTimeoutMs?: number;
   /** Prepended to every key. Default `aigw:`. */
@@ -135,6 +137,7 @@ export class RedisResponseCache implements ResponseCacheStore {
     this.#maxEntryBytes = positiveInteger(options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES, 'maxEntryBytes');
     this.#compressAbove = options.compressAboveBytes ?? DEFAULT_COMPRESS_ABOVE_BYTES;
     this.#redis = new FailFastRedis<ResponseCacheScripts>({
+      connection: options.connection,
       url: options.url,
       commandTimeoutMs: options.commandTimeoutMs ?? 100,
       component: 'response cache',

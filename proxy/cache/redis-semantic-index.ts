@@ -24,13 +24,16 @@
 
 import { endianness } from 'node:os';
 import { assertValidTtl, positiveInteger } from './response-cache-store.ts';
-import { FailFastRedis } from '../redis/fail-fast-redis.ts';
+import { FailFastRedis, type RedisConnection } from '../redis/fail-fast-redis.ts';
 import { VectorTable } from './memory-semantic-index.ts';
 import { unitVector, type SemanticIndex, type SemanticIndexStats, type SemanticMatch } from './semantic-cache.ts';
 import { CacheStoreUnavailableError } from '../errors.ts';
 
 export interface RedisSemanticIndexOptions {
-  url: string;
+  /** The Redis connection shared with the other stores (openRedisConnection); its owner closes it. */
+  connection?: RedisConnection;
+  /** Or a redis:// or rediss:// URL to connect to alone. */
+  url?: string;
   /** Longest a call may take before it rejects as unavailable. Default 100. */
   commandTimeoutMs?: number;
   /** Prepended to every key. Default `aigw:`. */
@@ -120,6 +123,7 @@ export class RedisSemanticIndex implements SemanticIndex {
     this.#maxPartitions = String(positiveInteger(options.maxPartitions ?? 64, 'maxPartitions'));
     this.#mirror = new VectorTable({ maxPerPartition, maxEntries: Math.max(maxPerPartition, options.maxMirrorEntries ?? 10_000) });
     this.#redis = new FailFastRedis<SemanticScripts>({
+      connection: options.connection,
       url: options.url,
       commandTimeoutMs: options.commandTimeoutMs ?? 100,
       component: 'semantic index',

@@ -20,13 +20,15 @@
 // commands are capped, and a socket that stops answering is destroyed and reconnected
 // with backoff in the background.
 
-import { FailFastRedis, redactRedisUrl } from '../redis/fail-fast-redis.ts';
+import { FailFastRedis, redactRedisUrl, type RedisConnection } from '../redis/fail-fast-redis.ts';
 import { assertValidSpec, decideFromCounts, type CounterDecision, type RateLimitCounterStore, type WindowCounts, type WindowSpec } from './counter-store.ts';
 import { CounterStoreUnavailableError } from '../errors.ts';
 
 export interface RedisCounterStoreOptions {
-  /** redis:// or rediss:// URL; its password is never logged or put in errors. */
-  url: string;
+  /** The Redis connection shared with the cache stores (openRedisConnection); its owner closes it. */
+  connection?: RedisConnection;
+  /** Or a redis:// or rediss:// URL to connect to alone; its password is never logged or put in errors. */
+  url?: string;
   /** Longest a call may take before it rejects as unavailable. Default 50. */
   commandTimeoutMs?: number;
   /** Prepended to every key. Default `aigw:`. */
@@ -114,6 +116,7 @@ export class RedisCounterStore implements RateLimitCounterStore {
   constructor(options: RedisCounterStoreOptions) {
     this.#keyPrefix = options.keyPrefix ?? 'aigw:';
     this.#redis = new FailFastRedis<CounterScripts>({
+      connection: options.connection,
       url: options.url,
       commandTimeoutMs: options.commandTimeoutMs ?? 50,
       component: 'rate-limit counter store',

@@ -1,16 +1,18 @@
 import type { Dispatcher } from 'undici';
-import { discard, guardedCall, readGuardedBody, secretsOfTarget } from '../upstream/guarded-call.ts';
+import { discard } from '../upstream/guarded-call.ts';
+import { attemptTarget } from '../upstream/call-target.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
+import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
 import { EmbeddingsEndpointEmbedder, LexicalEmbedder, type Embedder } from './semantic-cache.ts';
 
 // The embedder semantic caching uses: the state file's `cache.embeddings` provider when
-// one is set (any saved provider with an OpenAI-compatible embeddings endpoint), else the
-// built-in lexical vectorizer. Resolved from the live state at each call.
+// one is set (any provider that serves embeddings), else the built-in lexical vectorizer.
+// Resolved from the live state at each call. The call is an inference attempt like any
+// other: the provider's adapter builds it in the provider's own form (Azure deployments,
+// Vertex :predict, Bedrock InvokeModel…) and translates the answer back to OpenAI's list.
 
 const LEXICAL = new LexicalEmbedder();
-/** One embedding of one cache key: a few hundred KiB at most even for large models. */
-const MAX_EMBEDDING_ANSWER_BYTES = 8 * 1024 * 1024;
 const EMBEDDING_TIMEOUT_MS = 10_000;
 
 export function stateEmbedder(state: () => GatewayState, dispatcher: Dispatcher): Embedder {
@@ -19,28 +21,14 @@ export function stateEmbedder(state: () => GatewayState, dispatcher: Dispatcher)
     const live = state();
     if (cached?.state === live) return cached.embedder;
     const settings = live.document.cache.embeddings;
-    const embedder =
-      settings === undefined
-        ? LEXICAL
-        : new EmbeddingsEndpointEmbedder(`${settings.provider}/${settings.model}`, async (text) => {
-            const target = resolveTarget({ provider: settings.provider }, 'cache.embeddings', live);
-            const response = await guardedCall({
-              dispatcher,
-              url: `${target.baseUrl}/embeddings`,
-              method: 'POST',
-              headers: { 'content-type': 'application/json', ...(target.apiKey === undefined ? {} : { authorization: `Bearer ${target.apiKey}` }) },
-              body: JSON.stringify({ model: settings.model, input: text, encoding_format: 'float' }),
-              upstream: `${settings.provider} (cache.embeddings)`,
-              secrets: secretsOfTarget(target),
-              headersTimeoutMs: EMBEDDING_TIMEOUT_MS,
-              bodyTimeoutMs: EMBEDDING_TIMEOUT_MS,
-            });
-            if (response.statusCode !== 200) {
-              discard(response.body);
-              throw new Error(`embeddings provider answered ${response.statusCode}`);
-            }
-            return JSON.parse((await readGuardedBody(response, MAX_EMBEDDING_ANSWER_BYTES)).toString('utf8')) as unknown;
-          });
+    let embedder: Embedder = LEXICAL;
+    if (settings !== undefined) {
+      // One node per snapshot, so the resolved target is cached with it.
+      const node = { provider: settings.provider };
+      embedder = new EmbeddingsEndpointEmbedder(`${settings.provider}/${settings.model}`, (text) =>
+        embedThrough(dispatcher, resolveTarget(node, 'cache.embeddings', live), { model: settings.model, input: text, encoding_format: 'float' }),
+      );
+    }
     cached = { state: live, embedder };
     return embedder;
   };
@@ -50,4 +38,28 @@ export function stateEmbedder(state: () => GatewayState, dispatcher: Dispatcher)
     },
     embed: (text) => current().embed(text),
   };
+}
+
+/** One embeddings call through the target's adapter; the answer in OpenAI's shape. */
+async function embedThrough(dispatcher: Dispatcher, target: ResolvedTarget, body: Record<string, unknown>): Promise<unknown> {
+  if (!target.adapter.supportsEndpoint('embeddings')) throw new Error(`cache.embeddings: provider "${target.provider}" serves no embeddings`);
+  const result = await attemptTarget({
+    dispatcher,
+    target,
+    endpoint: 'embeddings',
+    body,
+    rawBody: Buffer.from(JSON.stringify(body)),
+    requestHeaders: {},
+    forwardHeaders: [],
+    timeoutMs: EMBEDDING_TIMEOUT_MS,
+    // Bounded by the timeouts; nothing cancels a cache lookup midway.
+    signal: new AbortController().signal,
+  });
+  if (result.kind === 'error') throw result.error;
+  if (result.plain === undefined) {
+    discard(result.response.body);
+    throw new Error(`embeddings provider answered ${result.response.statusCode}`);
+  }
+  const transform = target.adapter.transformResponse;
+  return transform === undefined ? result.plain.parsed : transform('embeddings', result.plain.parsed, result.requestBody);
 }

@@ -1,5 +1,7 @@
-// The little SQL surface the batch and file stores need, so one store implementation runs
-// on SQLite (standalone) and PostgreSQL (replicas). Statements are written once with
+// The gateway's one SQL layer (proxy/sql): the little surface the batch and file stores need,
+// so one store implementation runs on SQLite (standalone) and PostgreSQL (replicas). The log
+// stores share its dialect type, its PostgreSQL pool (postgres-pool.ts) and its SQLite
+// opening (sqlite-database.ts). Statements are written once with
 // PostgreSQL's `$1` placeholders; the SQLite driver rewrites them to `?1`.
 
 export type SqlDialect = 'sqlite' | 'postgres';

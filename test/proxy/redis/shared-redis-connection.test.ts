@@ -67,12 +67,13 @@ test('a store made from a url owns its connection', { skip }, async () => {
   await assert.rejects(counters.consume(spec, 1, Date.now()), { code: 'AIGW_ERR_STORE_UNAVAILABLE' });
 });
 
-test('a store needs exactly one of connection and url', () => {
+test('a store needs exactly one of connection and url', async () => {
   assert.throws(() => new RedisCounterStore({}), TypeError);
   const connection = openRedisConnection(REDIS_URL);
   try {
     assert.throws(() => new RedisCounterStore({ connection, url: REDIS_URL }), TypeError);
   } finally {
-    connection.client.disconnect();
+    // The owner's close, which settles the connection attempt under way.
+    await connection.close();
   }
 });

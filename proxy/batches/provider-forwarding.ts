@@ -121,7 +121,7 @@ export async function readProviderJson(target: ResolvedTarget, answer: GuardedRe
 /** The target's forward operation; a 400 naming the provider when its family forwards nothing. */
 function forwardOf(target: ResolvedTarget, route: string): ForwardOperation {
   const forward = target.adapter.forward;
-  if (forward !== undefined) return forward;
+  if (forward !== undefined && (target.adapter.forwardsRoute?.(route) ?? true)) return forward;
   throw new GatewayError(
     'AIGW_ERR_UNSUPPORTED_ENDPOINT',
     `Provider "${target.provider}" has no ${route} endpoint the gateway can forward to (OpenAI-compatible providers and azure-openai do).`,

@@ -4,12 +4,11 @@ import { callProvider, readProviderJson, relayProviderAnswer } from '../batches/
 import type { GatewayState } from '../config/gateway-state.ts';
 import { GatewayError } from '../errors.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
-import { ANTHROPIC_VERSION, isRecord } from '../providers/anthropic-wire.ts';
+import { isRecord } from '../providers/anthropic-wire.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
 import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute } from '../routing/select-route.ts';
-import { guardedCall, secretsOfTarget } from '../upstream/guarded-call.ts';
 import { messagesRoutingHeaders } from '../anthropic-ingress/messages-request.ts';
 
 // GET /v1/models and /v1/models/{id} in OpenAI's list shape (many clients call it at start).
@@ -18,7 +17,7 @@ import { messagesRoutingHeaders } from '../anthropic-ingress/messages-request.ts
 //     OpenAI-compatible hosts and Azure relayed as they answer, Anthropic's translated.
 //   - Otherwise the gateway's list: the models its saved configs route to (override_params
 //     models of every target), or those of the saved config x-gateway-config names.
-// Every provider call is a guardedCall (egress policy, redaction, no redirects).
+// Every provider call is built by its adapter's forward operation and sent as a guardedCall.
 
 export interface ModelsRouteDeps {
   readonly dispatcher: Dispatcher;
@@ -130,19 +129,11 @@ async function providerModels(deps: ModelsRouteDeps, reply: FastifyReply, target
       { param: HEADER.provider },
     );
   }
-  const headers: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION, 'accept-encoding': 'identity' };
-  if (target.apiKey !== undefined && target.apiKey !== '') headers['x-api-key'] = target.apiKey;
-  const answer = await guardedCall({
-    dispatcher: deps.dispatcher,
-    url: `${target.baseUrl}/${path}${id === undefined ? '?limit=1000' : ''}`,
+  // Built by the Anthropic adapter's forward operation, like every forwarded call.
+  const answer = await callProvider(deps.dispatcher, target, {
     method: 'GET',
-    headers,
-    body: null,
-    upstream: target.provider,
-    secrets: secretsOfTarget(target),
-    egressParam: target.customHost ? 'custom_host' : HEADER.provider,
-    headersTimeoutMs: 60_000,
-    bodyTimeoutMs: 60_000,
+    path,
+    query: id === undefined ? new URLSearchParams({ limit: '1000' }) : undefined,
   });
   reply.header(HEADER.provider, target.provider);
   const json = await readProviderJson(target, answer);

@@ -3,7 +3,17 @@ import { toAnthropicRequest } from './anthropic-request.ts';
 import { fromAnthropicMessage, normaliseAnthropicError } from './anthropic-response.ts';
 import { createAnthropicStreamTransform } from './anthropic-stream.ts';
 import { ANTHROPIC_VERSION, betaList, clientAnthropicHeaders } from './anthropic-wire.ts';
-import type { PlanInput, ProviderAdapter, ProviderFamily, ResolveOptionsInput, UpstreamRequestPlan } from './provider-adapter.ts';
+import { forwardedUrl } from './openai-adapter.ts';
+import type {
+  ForwardedCall,
+  ForwardedRequest,
+  PlanInput,
+  ProviderAdapter,
+  ProviderFamily,
+  ResolvedTarget,
+  ResolveOptionsInput,
+  UpstreamRequestPlan,
+} from './provider-adapter.ts';
 
 // Anthropic (`anthropic`): chat completions over the Messages API, and /v1/messages and
 // /v1/messages/count_tokens natively. The client's token arrives as `Authorization: Bearer`
@@ -46,11 +56,27 @@ export const anthropicAdapter: ProviderAdapter = {
   },
   transformResponse: (_endpoint, body, request) => fromAnthropicMessage(body, request),
   createStreamTransform: (_endpoint, request) => createAnthropicStreamTransform(request),
-  // Its API has no OpenAI-form files, batches or fine-tuning routes to forward to.
-  forward: undefined,
+  // Of the forwarded routes, Anthropic serves only its model list (files, batches and
+  // fine-tuning have no OpenAI form there).
+  forward: forwardAnthropicModels,
+  forwardsRoute: (route) => /^\/v1\/models(?:\/|$)/.test(route),
   normaliseError: normaliseAnthropicError,
   nativeMessages: { accepts: () => true },
 };
+
+const MODELS_PATH = /^models(?:\/[^/]+)?$/;
+
+function forwardAnthropicModels(target: ResolvedTarget, call: ForwardedCall): ForwardedRequest {
+  if (call.method !== 'GET' || !MODELS_PATH.test(call.path)) {
+    throw new GatewayError('AIGW_ERR_UNSUPPORTED_ENDPOINT', `Provider "${target.provider}" has no /v1/${call.path} endpoint the gateway can forward to.`, {
+      param: 'x-gateway-provider',
+    });
+  }
+  const version = target.options['version'];
+  const headers: Record<string, string> = { 'anthropic-version': typeof version === 'string' ? version : ANTHROPIC_VERSION };
+  if (target.apiKey !== undefined && target.apiKey !== '') headers['x-api-key'] = target.apiKey;
+  return { url: forwardedUrl(target.baseUrl, call.path, call.query), method: 'GET', headers, body: null };
+}
 
 function resolveAnthropicOptions({ saved }: ResolveOptionsInput): { options: Record<string, unknown> } {
   const options: Record<string, unknown> = {};

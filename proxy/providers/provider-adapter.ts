@@ -94,6 +94,8 @@ export interface ProviderAdapter {
    * naming it are refused with a 400 before anything is read.
    */
   readonly forward: ForwardOperation | undefined;
+  /** Which forwarded routes (`/v1/models`, `/v1/batches/{batch_id}`) `forward` serves; absent: all. */
+  forwardsRoute?(route: string): boolean;
   /** The provider's error answer in the OpenAI error shape. */
   normaliseError(status: number, bodyText: string, provider: string): OpenAIErrorBody;
   /**

@@ -93,7 +93,18 @@ describe('Azure OpenAI forward', () => {
 });
 
 describe('families without forwarded routes', () => {
-  for (const provider of ['anthropic', 'vertex-ai', 'bedrock']) {
+  test('anthropic forwards its model list only', () => {
+    const forward = catalogEntry('anthropic')?.adapter.forward;
+    assert.ok(forward);
+    const target = { baseUrl: 'https://api.anthropic.com/v1', apiKey: 'sk-ant-test', options: {}, provider: 'anthropic' } as never;
+    const planned = forward(target, { method: 'GET', path: 'models', query: new URLSearchParams({ limit: '1000' }) });
+    assert.equal(String(planned.url), 'https://api.anthropic.com/v1/models?limit=1000');
+    assert.equal(planned.headers['x-api-key'], 'sk-ant-test');
+    assert.equal(planned.headers['anthropic-version'], '2023-06-01');
+    assert.throws(() => forward(target, { method: 'GET', path: 'files' }), { code: 'AIGW_ERR_UNSUPPORTED_ENDPOINT' });
+    assert.throws(() => forward(target, { method: 'POST', path: 'models' }), { code: 'AIGW_ERR_UNSUPPORTED_ENDPOINT' });
+  });
+  for (const provider of ['vertex-ai', 'bedrock']) {
     test(`${provider} declares it forwards nothing`, () => {
       assert.equal(catalogEntry(provider)?.adapter.forward, undefined);
     });

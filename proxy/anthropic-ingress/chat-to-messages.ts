@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { isRecord } from '../providers/anthropic-wire.ts';
+import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
 import { SseFrameSplitter } from '../providers/sse-parser.ts';
 
 // OpenAI chat completion (plain or streamed) → Anthropic Message (plain or the named SSE

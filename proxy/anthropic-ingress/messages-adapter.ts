@@ -1,7 +1,7 @@
 import { PassThrough, Transform, type TransformCallback } from 'node:stream';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError, type OpenAIErrorBody } from '../errors.ts';
-import { isRecord } from '../providers/anthropic-wire.ts';
+import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
 import type { PlanInput, ProviderAdapter, UpstreamRequestPlan } from '../providers/provider-adapter.ts';
 import { anthropicErrorBody, anthropicErrorType, ChatToMessagesStream, messageFromChatCompletion } from './chat-to-messages.ts';
 import { chatRequestFromMessages } from './messages-to-chat.ts';

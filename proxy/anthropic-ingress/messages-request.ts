@@ -3,7 +3,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { GatewayError, isGatewayError } from '../errors.ts';
 import { headerValue } from '../gateway-headers.ts';
-import { betaList, CLIENT_ANTHROPIC_HEADERS, type ClientAnthropicHeaders } from '../providers/anthropic-wire.ts';
+import { betaList, CLIENT_ANTHROPIC_HEADERS, type ClientAnthropicHeaders } from '../providers/anthropic/anthropic-wire.ts';
 import type { ContextUsage, RequestContext } from '../request-context.ts';
 import { anthropicErrorBody, anthropicErrorType } from './chat-to-messages.ts';
 import type { MessagesStreamReader } from './messages-stream-reader.ts';

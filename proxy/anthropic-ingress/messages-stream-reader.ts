@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { addAnthropicUsage, emptyUsageTotals, type AnthropicUsageTotals } from '../providers/anthropic-response.ts';
-import { isRecord } from '../providers/anthropic-wire.ts';
+import { addAnthropicUsage, emptyUsageTotals, type AnthropicUsageTotals } from '../providers/anthropic/anthropic-response.ts';
+import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
 import { SseParser } from '../providers/sse-parser.ts';
 
 // Reads Anthropic Messages SSE as it passes: the usage (input and cache tokens from

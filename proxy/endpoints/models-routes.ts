@@ -4,7 +4,7 @@ import { callProvider, readProviderJson, relayProviderAnswer } from '../batches/
 import type { GatewayState } from '../config/gateway-state.ts';
 import { GatewayError } from '../errors.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
-import { isRecord } from '../providers/anthropic-wire.ts';
+import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
 import type { PlanNode } from '../routing/routing-plan.ts';

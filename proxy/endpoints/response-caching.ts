@@ -5,7 +5,7 @@ import { StreamAssembler } from '../cache/stream-assembler.ts';
 import { replayAsSse } from '../cache/stream-replay.ts';
 import { MessagesStreamAssembler } from '../cache/messages-stream-assembler.ts';
 import { replayMessageAsSse } from '../cache/messages-stream-replay.ts';
-import { betaList } from '../providers/anthropic-wire.ts';
+import { betaList } from '../providers/anthropic/anthropic-wire.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';

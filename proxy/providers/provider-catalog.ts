@@ -1,11 +1,11 @@
 import { withMessagesIngress } from '../anthropic-ingress/messages-adapter.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
-import { anthropicFamily } from './anthropic-adapter.ts';
-import { azureOpenAIFamily } from './azure-openai-adapter.ts';
-import { bedrockFamily } from './bedrock-adapter.ts';
-import { openaiCompatibleAdapter } from './openai-adapter.ts';
+import { anthropicFamily } from './anthropic/anthropic-adapter.ts';
+import { azureOpenAIFamily } from './azure-openai/azure-openai-adapter.ts';
+import { bedrockFamily } from './bedrock/bedrock-adapter.ts';
+import { openaiCompatibleAdapter } from './openai/openai-adapter.ts';
 import type { ProviderAdapter, ProviderFamily } from './provider-adapter.ts';
-import { vertexFamily } from './vertex-adapter.ts';
+import { vertexFamily } from './vertex-ai/vertex-adapter.ts';
 
 // Providers as data: an OpenAI-compatible host is a name, a base URL and the endpoints it
 // serves. Hosts without a public URL (ollama, vllm, lm-studio) need a custom host.

@@ -3,8 +3,8 @@
 // event JSON, however the bytes are split; exceptions become Anthropic error events.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BedrockInvokeStream, bedrockInvokeBody } from '../../../proxy/providers/bedrock-invoke-claude.ts';
-import { CLIENT_ANTHROPIC_HEADERS } from '../../../proxy/providers/anthropic-wire.ts';
+import { BedrockInvokeStream, bedrockInvokeBody } from '../../../proxy/providers/bedrock/bedrock-invoke-claude.ts';
+import { CLIENT_ANTHROPIC_HEADERS } from '../../../proxy/providers/anthropic/anthropic-wire.ts';
 import { converseException, encodeEventStreamMessage } from '../../fixtures/mock-bedrock-event-stream.ts';
 import { runStreamTransform, splitBytes } from '../providers/golden-runner.ts';
 

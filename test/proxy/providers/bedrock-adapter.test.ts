@@ -3,9 +3,9 @@
 // test vectors and the mock's independent verifier) and event-stream framing errors.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConverseStreamTransform } from '../../../proxy/providers/bedrock-converse-stream.ts';
-import { EventStreamDecoder } from '../../../proxy/providers/bedrock-event-stream.ts';
-import { signBedrockRequest } from '../../../proxy/providers/bedrock-signing.ts';
+import { ConverseStreamTransform } from '../../../proxy/providers/bedrock/bedrock-converse-stream.ts';
+import { EventStreamDecoder } from '../../../proxy/providers/bedrock/bedrock-event-stream.ts';
+import { signBedrockRequest } from '../../../proxy/providers/bedrock/bedrock-signing.ts';
 import { converseEvent, encodeEventStreamMessage } from '../../fixtures/mock-bedrock-event-stream.ts';
 import { verifySigV4, type SigV4Failure } from '../../fixtures/mock-bedrock-sigv4.ts';
 import { parseSseData, runGoldenSuite, runStreamTransform, splitBytes } from './golden-runner.ts';

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, verify } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { GatewayError } from '../../../proxy/errors.ts';
-import { parseServiceAccount, signAssertion, type ServiceAccount } from '../../../proxy/providers/vertex-service-account.ts';
-import { AccessTokenCache, type FetchedToken } from '../../../proxy/providers/vertex-token-cache.ts';
+import { parseServiceAccount, signAssertion, type ServiceAccount } from '../../../proxy/providers/vertex-ai/vertex-service-account.ts';
+import { AccessTokenCache, type FetchedToken } from '../../../proxy/providers/vertex-ai/vertex-token-cache.ts';
 import { runGoldenSuite } from './golden-runner.ts';
 
 runGoldenSuite(new URL('../../fixtures/providers/vertex-ai/', import.meta.url), { title: 'vertex-ai golden fixtures' });

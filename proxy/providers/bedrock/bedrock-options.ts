@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { GatewayError } from '../errors.ts';
-import { headerValue } from '../gateway-headers.ts';
-import type { ResolveOptionsInput } from './provider-adapter.ts';
+import { GatewayError } from '../../errors.ts';
+import { headerValue } from '../../gateway-headers.ts';
+import type { ResolveOptionsInput } from '../provider-adapter.ts';
 
 // cloudC (AWS Bedrock) settings for one target. Credentials travel as one group (access
 // key id + secret + optional session token), taken from the first source that has them:

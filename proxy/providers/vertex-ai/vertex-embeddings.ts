@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../errors.ts';
 
 // Embeddings on Vertex AI: the text-embedding models' `:predict` method.
 //   request  {instances:[{content, task_type?}], parameters:{outputDimensionality?}}

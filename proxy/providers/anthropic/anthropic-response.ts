@@ -1,7 +1,7 @@
-import { GatewayError, type OpenAIErrorBody } from '../errors.ts';
+import { GatewayError, type OpenAIErrorBody } from '../../errors.ts';
 import { ANTHROPIC_ERROR_TYPES, isRecord, numberOr } from './anthropic-wire.ts';
-import { nowSeconds, usageOf, type ChatUsage } from './openai-shapes.ts';
-import { normaliseProviderError } from './provider-errors.ts';
+import { nowSeconds, usageOf, type ChatUsage } from '../openai/openai-shapes.ts';
+import { normaliseProviderError } from '../provider-errors.ts';
 
 // Anthropic Message → OpenAI chat.completion, plus the finish-reason, usage and error
 // mappings the stream transform shares. Pure.

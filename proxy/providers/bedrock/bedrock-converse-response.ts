@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { OpenAIErrorBody } from '../errors.ts';
-import { nowSeconds, type ChatUsage } from './openai-shapes.ts';
-import { normaliseProviderError } from './provider-errors.ts';
+import type { OpenAIErrorBody } from '../../errors.ts';
+import { nowSeconds, type ChatUsage } from '../openai/openai-shapes.ts';
+import { normaliseProviderError } from '../provider-errors.ts';
 
 // Bedrock Converse response → chat.completion; stopReason and usage mappings shared with
 // the ConverseStream transform; Bedrock's error bodies (`{"message":"…"}`, sometimes

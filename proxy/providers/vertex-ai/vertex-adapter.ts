@@ -1,10 +1,10 @@
-import { GatewayError, type OpenAIErrorBody } from '../errors.ts';
-import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
-import { toAnthropicRequest } from './anthropic-request.ts';
-import { fromAnthropicMessage, normaliseAnthropicError } from './anthropic-response.ts';
-import { createAnthropicStreamTransform } from './anthropic-stream.ts';
-import { betaList, clientAnthropicHeaders } from './anthropic-wire.ts';
-import type { PlanInput, ProviderAdapter, ProviderFamily, UpstreamRequestPlan } from './provider-adapter.ts';
+import { GatewayError, type OpenAIErrorBody } from '../../errors.ts';
+import type { InferenceEndpoint } from '../../openai/inference-endpoint.ts';
+import { toAnthropicRequest } from '../anthropic/anthropic-request.ts';
+import { fromAnthropicMessage, normaliseAnthropicError } from '../anthropic/anthropic-response.ts';
+import { createAnthropicStreamTransform } from '../anthropic/anthropic-stream.ts';
+import { betaList, clientAnthropicHeaders } from '../anthropic/anthropic-wire.ts';
+import type { PlanInput, ProviderAdapter, ProviderFamily, UpstreamRequestPlan } from '../provider-adapter.ts';
 import { embeddingsFromVertex, vertexEmbeddingsRequest } from './vertex-embeddings.ts';
 import { normaliseVertexError } from './vertex-errors.ts';
 import { geminiRequest } from './vertex-gemini-request.ts';

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { GatewayError } from '../errors.ts';
-import { headerValue } from '../gateway-headers.ts';
-import type { ResolveOptionsInput } from './provider-adapter.ts';
+import { GatewayError } from '../../errors.ts';
+import { headerValue } from '../../gateway-headers.ts';
+import type { ResolveOptionsInput } from '../provider-adapter.ts';
 import { parseServiceAccount, type ServiceAccount } from './vertex-service-account.ts';
 
 // cloudB (Google Vertex AI) settings for one target, gathered from — in this order — the

@@ -1,11 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { z } from 'zod';
-import type { SavedProvider } from '../config/gateway-state.ts';
-import type { RoutingConfig } from '../config/routing-config-schema.ts';
-import { GatewayError } from '../errors.ts';
-import { headerValue } from '../gateway-headers.ts';
-import { formatIssue, fromZodIssue } from '../openai/zod-issues.ts';
-import type { ResolveOptionsInput } from './provider-adapter.ts';
+import type { SavedProvider } from '../../config/gateway-state.ts';
+import type { RoutingConfig } from '../../config/routing-config-schema.ts';
+import { GatewayError } from '../../errors.ts';
+import { headerValue } from '../../gateway-headers.ts';
+import { formatIssue, fromZodIssue } from '../../openai/zod-issues.ts';
+import type { ResolveOptionsInput } from '../provider-adapter.ts';
 
 // Where an `azure-openai` (cloudA) target's settings come from, most specific first:
 //   1. the config leaf: resource_name | cloudA_resource_name, deployment_id |

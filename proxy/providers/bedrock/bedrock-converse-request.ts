@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../errors.ts';
 
 // Chat completions request → Bedrock Converse request. Pure.
 //   system/developer → system[{text}]

@@ -1,7 +1,7 @@
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../errors.ts';
 import { signAssertion, type ServiceAccount } from './vertex-service-account.ts';
 import { getGlobalDispatcher, type Dispatcher } from 'undici';
-import { guardedCall, readGuardedBody, type GuardedResponse } from '../upstream/guarded-call.ts';
+import { guardedCall, readGuardedBody, type GuardedResponse } from '../../upstream/guarded-call.ts';
 
 // OAuth access tokens for service accounts, cached per account and shared by every request
 // (DESIGN.md §3: never fetched per request). Concurrent first requests share one fetch; a

@@ -1,9 +1,9 @@
-import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
-import { GatewayError } from '../errors.ts';
+import type { InferenceEndpoint } from '../../openai/inference-endpoint.ts';
+import { GatewayError } from '../../errors.ts';
 import { azureResourceRoot, azureSettingsOf, prefersBearer, resolveAzureOptions, type AzureSettings } from './azure-openai-options.ts';
-import { forwardedUrl } from './openai-adapter.ts';
-import type { ForwardedCall, ForwardedRequest, PlanInput, ProviderAdapter, ProviderFamily, ResolvedTarget, UpstreamRequestPlan } from './provider-adapter.ts';
-import { normaliseProviderError } from './provider-errors.ts';
+import { forwardedUrl } from '../openai/openai-adapter.ts';
+import type { ForwardedCall, ForwardedRequest, PlanInput, ProviderAdapter, ProviderFamily, ResolvedTarget, UpstreamRequestPlan } from '../provider-adapter.ts';
+import { normaliseProviderError } from '../provider-errors.ts';
 
 // Azure OpenAI (`azure-openai`, the spec's cloudA). Bodies and answers are OpenAI-shaped,
 // so bytes pass through untouched; only the URL and the credential header are Azure's:

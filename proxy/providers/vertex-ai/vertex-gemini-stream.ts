@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { chatCompletionChunk, nowSeconds, type ChatChunkDelta, type ChatUsage } from './openai-shapes.ts';
-import { SSE_DONE, SseParser, sseFrame, type SseEvent } from './sse-parser.ts';
+import { chatCompletionChunk, nowSeconds, type ChatChunkDelta, type ChatUsage } from '../openai/openai-shapes.ts';
+import { SSE_DONE, SseParser, sseFrame, type SseEvent } from '../sse-parser.ts';
 import { googleError, vertexErrorBody } from './vertex-errors.ts';
 import { candidateParts, completionId, geminiUsage, openaiFinishReason, toolCallId } from './vertex-gemini-response.ts';
 

@@ -1,9 +1,9 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { bedrockCompletionId, converseUsage, finishReasonOfStop, streamExceptionBody } from './bedrock-converse-response.ts';
 import { EventStreamDecoder, type EventStreamMessage } from './bedrock-event-stream.ts';
-import { chatCompletionChunk, nowSeconds, type ChatChunkDelta, type ChatUsage } from './openai-shapes.ts';
-import { SSE_DONE, sseFrame } from './sse-parser.ts';
-import { EventStreamFramingError, type OpenAIErrorBody } from '../errors.ts';
+import { chatCompletionChunk, nowSeconds, type ChatChunkDelta, type ChatUsage } from '../openai/openai-shapes.ts';
+import { SSE_DONE, sseFrame } from '../sse-parser.ts';
+import { EventStreamFramingError, type OpenAIErrorBody } from '../../errors.ts';
 
 // ConverseStream (AWS binary event-stream) → OpenAI chat.completion.chunk SSE, message by
 // message as bytes arrive:

@@ -1,5 +1,5 @@
-import type { OpenAIErrorBody } from '../errors.ts';
-import { normaliseProviderError } from './provider-errors.ts';
+import type { OpenAIErrorBody } from '../../errors.ts';
+import { normaliseProviderError } from '../provider-errors.ts';
 
 // Google's error shape, `{"error":{"code":400,"message":"…","status":"INVALID_ARGUMENT"}}`
 // (an array of one such object from streamGenerateContent without alt=sse), → the OpenAI

@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../errors.ts';
 
 // Chat completions request → Gemini GenerateContentRequest (Vertex AI v1). Pure.
 //   system/developer messages → systemInstruction

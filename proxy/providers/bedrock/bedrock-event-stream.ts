@@ -1,7 +1,7 @@
 import { crc32 } from 'node:zlib';
 import { EventStreamCodec, type Message } from '@smithy/core/event-streams';
-import { MAX_SSE_EVENT_BYTES } from './sse-parser.ts';
-import { EventStreamFramingError } from '../errors.ts';
+import { MAX_SSE_EVENT_BYTES } from '../sse-parser.ts';
+import { EventStreamFramingError } from '../../errors.ts';
 
 // Incremental decoder for the AWS event-stream binary framing (application/vnd.amazon.eventstream):
 //

@@ -1,9 +1,9 @@
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../errors.ts';
 import { toAnthropicRequest } from './anthropic-request.ts';
 import { fromAnthropicMessage, normaliseAnthropicError } from './anthropic-response.ts';
 import { createAnthropicStreamTransform } from './anthropic-stream.ts';
 import { ANTHROPIC_VERSION, betaList, clientAnthropicHeaders } from './anthropic-wire.ts';
-import { forwardedUrl } from './openai-adapter.ts';
+import { forwardedUrl } from '../openai/openai-adapter.ts';
 import type {
   ForwardedCall,
   ForwardedRequest,
@@ -13,7 +13,7 @@ import type {
   ResolvedTarget,
   ResolveOptionsInput,
   UpstreamRequestPlan,
-} from './provider-adapter.ts';
+} from '../provider-adapter.ts';
 
 // Anthropic (`anthropic`): chat completions over the Messages API, and /v1/messages and
 // /v1/messages/count_tokens natively. The client's token arrives as `Authorization: Bearer`

@@ -1,5 +1,5 @@
 import { createHash, createSign } from 'node:crypto';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../errors.ts';
 
 // A Google service account key (the JSON file the console hands out) and the RS256 JWT
 // assertion of the OAuth 2.0 JWT-bearer grant (RFC 7523) signed with it.

@@ -1,5 +1,5 @@
-import { GatewayError } from '../errors.ts';
-import { embeddingTexts, openaiEmbeddingList } from './vertex-embeddings.ts';
+import { GatewayError } from '../../errors.ts';
+import { embeddingTexts, openaiEmbeddingList } from '../vertex-ai/vertex-embeddings.ts';
 
 // Embeddings on Bedrock go through InvokeModel, whose body is the model vendor's own:
 //   Titan  (amazon.titan-embed-*)  {inputText, dimensions?}  → {embedding, inputTextTokenCount}

@@ -1,6 +1,6 @@
-import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
-import type { ForwardedCall, ForwardedRequest, PlanInput, ProviderAdapter, ResolvedTarget, UpstreamRequestPlan } from './provider-adapter.ts';
-import { normaliseProviderError } from './provider-errors.ts';
+import type { InferenceEndpoint } from '../../openai/inference-endpoint.ts';
+import type { ForwardedCall, ForwardedRequest, PlanInput, ProviderAdapter, ResolvedTarget, UpstreamRequestPlan } from '../provider-adapter.ts';
+import { normaliseProviderError } from '../provider-errors.ts';
 
 // The identity adapter: OpenAI and every OpenAI-compatible host. The body is forwarded
 // untouched unless the gateway changed it (override_params); only the URL and the

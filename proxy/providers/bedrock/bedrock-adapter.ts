@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../errors.ts';
 import { converseRequest } from './bedrock-converse-request.ts';
 import { chatCompletionFromConverse, normaliseBedrockError } from './bedrock-converse-response.ts';
 import { ConverseStreamTransform } from './bedrock-converse-stream.ts';
@@ -6,7 +6,7 @@ import { bedrockEmbeddingsRequest, embeddingsFromBedrock } from './bedrock-embed
 import { bedrockOptionsOf, resolveBedrockOptions } from './bedrock-options.ts';
 import { signBedrockRequest } from './bedrock-signing.ts';
 import { BedrockInvokeStream, bedrockInvokeAnswer, bedrockInvokeBody, bedrockInvokePath, isBedrockClaude } from './bedrock-invoke-claude.ts';
-import type { PlanInput, ProviderAdapter, ProviderFamily, UpstreamRequestPlan } from './provider-adapter.ts';
+import type { PlanInput, ProviderAdapter, ProviderFamily, UpstreamRequestPlan } from '../provider-adapter.ts';
 
 // AWS Bedrock (`bedrock`, the spec's cloudC), on the bedrock-runtime API:
 //   chat        → POST /model/{modelId}/converse | /converse-stream (binary event stream)

@@ -1,8 +1,8 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
-import { betaList, clientAnthropicHeaders, isRecord } from './anthropic-wire.ts';
+import type { InferenceEndpoint } from '../../openai/inference-endpoint.ts';
+import { betaList, clientAnthropicHeaders, isRecord } from '../anthropic/anthropic-wire.ts';
 import { EventStreamDecoder, type EventStreamMessage } from './bedrock-event-stream.ts';
-import { EventStreamFramingError } from '../errors.ts';
+import { EventStreamFramingError } from '../../errors.ts';
 
 // Claude on Bedrock in the Anthropic Messages format (for /v1/messages):
 //   messages       → POST /model/{id}/invoke | /invoke-with-response-stream

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { nowSeconds, type ChatUsage } from './openai-shapes.ts';
+import { nowSeconds, type ChatUsage } from '../openai/openai-shapes.ts';
 
 // Gemini GenerateContentResponse → chat.completion. Pure apart from generated ids. The
 // finish-reason and usage mappings are shared with the stream transform.

@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../errors.ts';
 import {
   DEFAULT_MAX_TOKENS,
   isRecord,

@@ -1,8 +1,8 @@
 import { Transform } from 'node:stream';
 import { addAnthropicUsage, anthropicErrorBody, emptyUsageTotals, finishReasonOf, openAIUsageOf } from './anthropic-response.ts';
 import { isRecord } from './anthropic-wire.ts';
-import { chatCompletionChunk, nowSeconds, type ChatChunkDelta } from './openai-shapes.ts';
-import { SSE_DONE, SseParser, sseFrame, type SseEvent } from './sse-parser.ts';
+import { chatCompletionChunk, nowSeconds, type ChatChunkDelta } from '../openai/openai-shapes.ts';
+import { SSE_DONE, SseParser, sseFrame, type SseEvent } from '../sse-parser.ts';
 
 // Anthropic's Messages stream (named SSE events) → OpenAI chat.completion.chunk SSE,
 // event by event as bytes arrive; nothing is buffered beyond one incomplete SSE line.

@@ -1,5 +1,6 @@
 import type { GatewayApiKey, GatewayState } from './config/gateway-state.ts';
 import type { RequestSpan } from './observability/tracing.ts';
+import type { AnswerUsage } from './ratelimit/usage-tap.ts';
 
 // What the gateway knows about one request, gathered as it moves along the path and
 // read once at the end by metrics and the request log.
@@ -49,17 +50,8 @@ export interface RequestContext {
   guardrailVerdict: string | undefined;
 }
 
-export interface ContextUsage {
-  readonly prompt: number | undefined;
-  readonly completion: number | undefined;
-  readonly total: number | undefined;
-  /** Prompt tokens served from the provider's prompt cache (part of prompt). */
-  readonly cachedPrompt?: number | undefined;
-  /** Prompt tokens written to the provider's prompt cache, when reported. */
-  readonly cacheWrite?: number | undefined;
-  /** Completion tokens spent on reasoning (part of completion). */
-  readonly reasoning?: number | undefined;
-}
+/** The provider's usage for one answer (the usage tap's reading of it). */
+export type ContextUsage = AnswerUsage;
 
 export function newRequestContext(traceId: string, state: GatewayState): RequestContext {
   return {

@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { GatewayError, isGatewayError } from '../errors.ts';
+import { sendGatewayError } from '../error-reply.ts';
+import type { GatewayError } from '../errors.ts';
 import { headerValue } from '../gateway-headers.ts';
 import { betaList, CLIENT_ANTHROPIC_HEADERS, type ClientAnthropicHeaders } from '../providers/anthropic/anthropic-wire.ts';
 import type { ContextUsage, RequestContext } from '../request-context.ts';
@@ -63,31 +64,8 @@ export function usageOfTotals(reader: MessagesStreamReader): ContextUsage {
 /** The route error handler of /v1/messages*: the gateway's errors in Anthropic's shape. */
 export function anthropicErrorHandler(logger: Logger) {
   return function sendAnthropicError(error: FastifyError | GatewayError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-    const gatewayError = isGatewayError(error) ? error : fromFastifyError(error);
-    if (gatewayError.code === 'AIGW_ERR_INTERNAL') {
-      logger.error({ trace_id: request.gateway?.traceId, err: { message: error.message, code: error.code } }, 'internal error');
-    }
-    if (request.gateway !== null && request.gateway !== undefined) request.gateway.errorCode = gatewayError.code;
-    if (reply.sent || reply.raw.headersSent) return reply;
-    if (gatewayError.headers !== undefined) reply.headers(gatewayError.headers);
-    const body = anthropicErrorBody(anthropicErrorType(gatewayError.status), gatewayError.message);
-    return reply.code(gatewayError.status).header('content-type', 'application/json; charset=utf-8').send(body);
+    return sendGatewayError(error, request, reply, logger, (gatewayError) => anthropicErrorBody(anthropicErrorType(gatewayError.status), gatewayError.message));
   };
+
 }
 
-function fromFastifyError(error: FastifyError): GatewayError {
-  switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new GatewayError('AIGW_ERR_BODY_TOO_LARGE', 'Request body is too large.');
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new GatewayError('AIGW_ERR_UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.', { param: 'content-type' });
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new GatewayError('AIGW_ERR_INVALID_JSON', 'Request body is not valid JSON.');
-    default:
-      break;
-  }
-  const status = error.statusCode;
-  if (status !== undefined && status >= 400 && status < 500) return new GatewayError('AIGW_ERR_INVALID_BODY', error.message, { status });
-  return new GatewayError('AIGW_ERR_INTERNAL', 'Internal gateway error.', { cause: error });
-}

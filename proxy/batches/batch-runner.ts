@@ -25,6 +25,9 @@ export interface BatchRunnerOptions {
   readonly now?: () => number;
 }
 
+/** Tries at recording a line's outcome before giving up on it (about 3 s in all). */
+const OUTCOME_ATTEMPTS = 7;
+
 export class BatchRunner {
   readonly workerId = `worker-${randomBytes(8).toString('hex')}`;
   readonly #options: Required<Omit<BatchRunnerOptions, 'exclusive'>> & { exclusive: boolean };
@@ -140,12 +143,22 @@ export class BatchRunner {
       logger.error({ batch_id: line.batchId, line: line.lineNo, err: { message: (error as Error).message } }, 'batch line crashed');
       execution = { notRun: true };
     }
-    try {
-      if ('notRun' in execution) await store.releaseLine(this.workerId, line);
-      else await store.finishLine(this.workerId, line, execution);
-    } catch (error) {
-      // The claim stays `running`; when this worker stops, the line fails as interrupted.
-      logger.error({ batch_id: line.batchId, line: line.lineNo, err: { message: (error as Error).message } }, 'batch line outcome not recorded');
+    // A transient store error (a deadlock victim, a connection that dropped) must not leave the
+    // claim `running` under a live worker, which would hold the batch open for ever: the write
+    // is conditional on this worker's claim, so trying it again is safe.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if ('notRun' in execution) await store.releaseLine(this.workerId, line);
+        else await store.finishLine(this.workerId, line, execution);
+        return;
+      } catch (error) {
+        if (attempt >= OUTCOME_ATTEMPTS - 1 || this.#stopped) {
+          // The claim stays `running`; when this worker stops, the line fails as interrupted.
+          logger.error({ batch_id: line.batchId, line: line.lineNo, err: { message: (error as Error).message } }, 'batch line outcome not recorded');
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
+      }
     }
   }
 }

@@ -2,7 +2,9 @@ import type { SqlDialect, SqlDriver } from '../sql/sql-driver.ts';
 
 // The tables of gateway-managed files and batches, one DDL for both dialects. Created on
 // start when missing; on PostgreSQL under an advisory lock, so replicas starting together
-// do not race each other's CREATE TABLE.
+// do not race each other's CREATE TABLE. When every table and index is already there no DDL
+// runs at all: `CREATE INDEX IF NOT EXISTS` still locks its table, and a replica starting
+// beside busy ones would deadlock with their transactions.
 
 const DDL_LOCK_KEY = 7_420_431_1;
 
@@ -79,8 +81,18 @@ export async function ensureBatchTables(driver: SqlDriver): Promise<void> {
     await driver.exec(statements('sqlite').join(';\n'));
     return;
   }
+  if (await schemaInPlace(driver)) return;
   await driver.transaction(async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(${DDL_LOCK_KEY})`);
     for (const statement of statements('postgres')) await tx.query(statement);
   });
+}
+
+/** True when every relation the DDL creates exists (a catalog read: no table locks). */
+async function schemaInPlace(driver: SqlDriver): Promise<boolean> {
+  const names = statements('postgres').map((statement) => /(?:TABLE|INDEX) IF NOT EXISTS (\w+)/.exec(statement)?.[1]).filter((name) => name !== undefined);
+  const rows = await driver.query(`SELECT count(*) AS n FROM json_array_elements_text($1::json) AS name WHERE to_regclass(name) IS NOT NULL`, [
+    JSON.stringify(names),
+  ]);
+  return Number(rows[0]?.['n']) === names.length;
 }

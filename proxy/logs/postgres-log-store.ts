@@ -196,6 +196,20 @@ export class PostgresLogStore implements RequestLogStore {
 async function createSchema(pool: pg.Pool, table: string): Promise<void> {
   const base = table.replace('.', '_');
   const client = await pool.connect();
+  // With everything in place no DDL runs: ALTER TABLE and CREATE INDEX lock the table even when
+  // there is nothing to do, and a replica starting beside busy ones would wait on (or deadlock
+  // with) their writes. This check is a catalog read.
+  const indexes = ['started', 'trace', 'provider_model', 'metadata'].map((suffix) => `${table.includes('.') ? `${table.split('.')[0]}.` : ''}${base}_${suffix}`);
+  const present = await client.query<{ columns: string[] | null; indexes: number }>(
+    `SELECT (SELECT array_agg(attname::text) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns,
+            (SELECT count(*)::int FROM json_array_elements_text($2::json) AS name WHERE to_regclass(name) IS NOT NULL) AS indexes`,
+    [table, JSON.stringify(indexes)],
+  );
+  const columns = new Set(present.rows[0]?.columns ?? []);
+  if (present.rows[0]?.indexes === indexes.length && ADDED_COLUMNS.every(([column]) => columns.has(column))) {
+    client.release();
+    return;
+  }
   try {
     await client.query('BEGIN');
     // Replicas starting together would race on CREATE … IF NOT EXISTS; one at a time.

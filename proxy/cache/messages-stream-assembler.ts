@@ -9,7 +9,7 @@
 // it), a stream over maxBytes — gives undefined, and the caller stores nothing. Events of
 // unknown types (and ping) are skipped, as Anthropic's SDKs skip them.
 
-import { NOT_JSON, SseParser, type SseFrame } from '../providers/sse-parser.ts';
+import { parseEventData as parseJson, SseParser, type SseFrame } from '../providers/sse-parser.ts';
 import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './response-cache-store.ts';
 
@@ -158,13 +158,6 @@ export class MessagesStreamAssembler implements SseFrameStage {
   }
 }
 
-function parseJson(data: string): unknown {
-  try {
-    return JSON.parse(data);
-  } catch {
-    return NOT_JSON;
-  }
-}
 
 function isRecord(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -18,7 +18,7 @@
 // the inverse.
 
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
-import { NOT_JSON, SseParser, type SseFrame } from '../providers/sse-parser.ts';
+import { parseEventData as parseJson, SseParser, type SseFrame } from '../providers/sse-parser.ts';
 import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './response-cache-store.ts';
 
@@ -235,13 +235,6 @@ function textChoice(state: ChoiceState): Json {
   return { text: state.text, index: state.index, logprobs: state.logprobs, finish_reason: state.finishReason };
 }
 
-function parseJson(data: string): unknown {
-  try {
-    return JSON.parse(data);
-  } catch {
-    return NOT_JSON;
-  }
-}
 
 function isRecord(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -30,6 +30,15 @@ export interface SseEvent {
 export const NOT_JSON: unique symbol = Symbol('not JSON');
 const UNPARSED: unique symbol = Symbol('unparsed');
 
+/** An event's data as JSON, or NOT_JSON (the one parse every SSE reader uses). */
+export function parseEventData(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return NOT_JSON;
+  }
+}
+
 /**
  * A frame: the event plus its exact text (for pass-through), up to and including the blank
  * line. Every stage a stream passes through reads the same frame objects, so the data is
@@ -61,13 +70,7 @@ export class SseFrame implements SseEvent {
 
   /** The data as JSON (parsed on first use, then shared), or NOT_JSON. Treat it as read-only. */
   get json(): unknown {
-    if (this.#json === UNPARSED) {
-      try {
-        this.#json = JSON.parse(this.data);
-      } catch {
-        this.#json = NOT_JSON;
-      }
-    }
+    if (this.#json === UNPARSED) this.#json = parseEventData(this.data);
     return this.#json;
   }
 

@@ -5,7 +5,6 @@
 // public list may answer anything but 401.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -13,6 +12,7 @@ import { batchesPlugin } from '../../proxy/batches/batches-plugin.ts';
 import { startRequestLogging, type RequestLogging } from '../../proxy/logs/request-logging.ts';
 import { createGatewayMetrics } from '../../proxy/observability/gateway-metrics.ts';
 import { pino } from 'pino';
+import { sendRaw, statusOf } from './raw-http.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 
 const PUBLIC = ['GET /health', 'GET /metrics', 'GET /ready'];
@@ -53,27 +53,16 @@ after(async () => {
 });
 
 /** Sends exactly `target` as the request-target (fetch would normalise it) and returns the status. */
-function rawStatus(origin: string, method: string, target: string, headers: Record<string, string> = {}): Promise<number> {
+async function rawStatus(origin: string, method: string, target: string, headers: Record<string, string> = {}): Promise<number> {
   const { hostname, port } = new URL(origin);
   const body = method === 'GET' || method === 'DELETE' ? '' : '{}';
   const lines = [`${method} ${target} HTTP/1.1`, `host: ${hostname}:${port}`, 'connection: close'];
   if (body !== '') lines.push('content-type: application/json', `content-length: ${body.length}`);
   for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let text = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      text += chunk;
-    });
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const match = /^HTTP\/1\.1 (\d{3})/.exec(text);
-      if (match?.[1] === undefined) reject(new Error(`no status line for ${method} ${target}: ${JSON.stringify(text.slice(0, 200))}`));
-      else resolve(Number(match[1]));
-    });
-    socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
-  });
+  const answer = await sendRaw(origin, `${lines.join('\r\n')}\r\n\r\n${body}`);
+  const status = statusOf(answer);
+  if (Number.isNaN(status)) throw new Error(`no status line for ${method} ${target}: ${JSON.stringify(answer.slice(0, 200))}`);
+  return status;
 }
 
 /** A concrete path for a route pattern (`:id` → a value, `*` → a segment). */

@@ -3,9 +3,9 @@
 // `x-gateway-request-timeout: 0x10` was read as 16 ms. Every error the gateway produces is
 // OpenAI-shaped and names what was wrong; integer headers take decimal digits only.
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
+import { sendRaw, statusOf } from './raw-http.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 
 let mock: MockOpenAI;
@@ -22,27 +22,15 @@ after(async () => {
 });
 
 /** Writes raw bytes and returns the status and parsed JSON body of the answer. */
-function raw(bytes: string): Promise<{ status: number; body: { error?: { code?: string; type?: string; message?: string } } }> {
-  const { hostname, port } = new URL(harness.gateway.origin);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let text = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      text += chunk;
-    });
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
-      const body = text.slice(text.indexOf('\r\n\r\n') + 4);
-      try {
-        resolve({ status, body: JSON.parse(body) as never });
-      } catch {
-        reject(new Error(`not JSON (${status}): ${JSON.stringify(body.slice(0, 200))}`));
-      }
-    });
-    socket.end(bytes);
-  });
+async function raw(bytes: string): Promise<{ status: number; body: { error?: { code?: string; type?: string; message?: string } } }> {
+  const text = await sendRaw(harness.gateway.origin, bytes);
+  const status = statusOf(text);
+  const body = text.slice(text.indexOf('\r\n\r\n') + 4);
+  try {
+    return { status, body: JSON.parse(body) as never };
+  } catch {
+    throw new Error(`not JSON (${status}): ${JSON.stringify(body.slice(0, 200))}`);
+  }
 }
 
 const CHAT = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });

@@ -21,5 +21,5 @@ COPY crds ./crds
 # chart runs with a read-only root filesystem and mounts --data-dir and /tmp as volumes.
 USER 1000:1000
 EXPOSE 8787 8080 9090
-ENTRYPOINT ["node", "bin/aigateway.ts"]
+ENTRYPOINT ["node", "bin/aigateway.js"]
 CMD ["serve", "--config", "/etc/aigateway/state/gateway.yaml", "--host", "0.0.0.0"]

@@ -34,7 +34,7 @@ await writeFile(
 );
 const gateway = spawn(
   process.execPath,
-  [join(REPO_ROOT, 'bin', 'aigateway.ts'), 'serve', '--config', join(dir, 'state.yaml'), '--port', '0', '--data-dir', join(dir, 'data'), '--log-file', '/dev/null', '--log-store', 'off'],
+  [join(REPO_ROOT, 'bin', 'aigateway.js'), 'serve', '--config', join(dir, 'state.yaml'), '--port', '0', '--data-dir', join(dir, 'data'), '--log-file', '/dev/null', '--log-store', 'off'],
   { stdio: ['ignore', 'ignore', 'pipe'] },
 );
 const gatewayOrigin = await new Promise<string>((resolve, reject) => {

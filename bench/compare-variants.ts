@@ -56,7 +56,7 @@ const mock = await startMock(workDir, pin ? 1 : undefined, { delayMs: 0, chunks:
 try {
   for (const variant of variants) {
     const port = await freePort();
-    const args = [...variant.nodeFlags, 'bin/aigateway.ts', 'serve', '--config', join(BENCH_DIR, 'aigateway-state.yaml'), '--port', String(port)];
+    const args = [...variant.nodeFlags, 'bin/aigateway.js', 'serve', '--config', join(BENCH_DIR, 'aigateway-state.yaml'), '--port', String(port)];
     args.push('--data-dir', join(workDir, `${variant.name}-data`), '--log-file', join(workDir, `${variant.name}.log`), ...variant.cliFlags);
     const env = { ...process.env, BENCH_MOCK_URL: `${mock.origin}/v1`, BENCH_GATEWAY_KEY: apiKey };
     variant.process = spawnNode(variant.name, args, { core: pin ? 0 : undefined, workDir, env });

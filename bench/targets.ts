@@ -168,7 +168,7 @@ export async function startAigateway(options: AigatewayStart): Promise<Target> {
   const port = await freePort();
   const apiKey = `gw-bench-${randomBytes(12).toString('hex')}`;
   const dataDir = join(options.workDir, 'aigateway-data');
-  const args = [...(options.nodeFlags ?? []), 'bin/aigateway.ts', 'serve', '--config', join(BENCH_DIR, 'aigateway-state.yaml')];
+  const args = [...(options.nodeFlags ?? []), 'bin/aigateway.js', 'serve', '--config', join(BENCH_DIR, 'aigateway-state.yaml')];
   args.push('--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, '--log-file', join(options.workDir, 'aigateway-requests.log'));
   const env = { ...process.env, BENCH_MOCK_URL: `${options.mockOrigin}/v1`, BENCH_GATEWAY_KEY: apiKey };
   const proc = spawnNode('aigateway', args, { core: options.core, workDir: options.workDir, env });

@@ -1,4 +1,4 @@
-// aigateway CLI commands — the composition root (DESIGN.md §1); bin/aigateway.ts is the entry.
+// aigateway CLI commands — the composition root (DESIGN.md §1); bin/aigateway.js is the entry.
 //   serve     run the gateway standalone on a state file (hot-reloaded)
 //   validate  check a state file and every saved config in it
 //   operator  run the Kubernetes operator (operator/k8s)

@@ -1,9 +1,9 @@
-// A real `aigateway serve` child process (node bin/aigateway.ts), for crash tests: started
+// A real `aigateway serve` child process (node bin/aigateway.js), for crash tests: started
 // on port 0, its URL read from the line it prints; SIGKILL to simulate a crash.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 
-const BIN = resolve(import.meta.dirname, '../../bin/aigateway.ts');
+const BIN = resolve(import.meta.dirname, '../../bin/aigateway.js');
 
 export interface GatewayProcess {
   readonly url: string;

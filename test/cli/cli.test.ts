@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = join(ROOT, 'bin', 'aigateway.ts');
+const CLI = join(ROOT, 'bin', 'aigateway.js');
 
 let dir: string;
 before(async () => {

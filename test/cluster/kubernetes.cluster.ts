@@ -262,7 +262,7 @@ spec: { provider: "@mock", override_params: { model: g0 } }
       const runs = [];
       const once = (i) => new Promise((resolve) => {
         const t0 = performance.now();
-        const child = spawn(process.execPath, ['bin/aigateway.ts', 'serve', '--config', '/tmp/state/gateway.yaml', '--port', String(18787 + i), '--data-dir', '/tmp/data' + i], { stdio: 'ignore' });
+        const child = spawn(process.execPath, ['bin/aigateway.js', 'serve', '--config', '/tmp/state/gateway.yaml', '--port', String(18787 + i), '--data-dir', '/tmp/data' + i], { stdio: 'ignore' });
         const poll = () => fetch('http://127.0.0.1:' + (18787 + i) + '/ready').then((r) => r.status === 200, () => false).then((ok) => {
           if (ok) { runs.push(Math.round(performance.now() - t0)); child.kill('SIGTERM'); child.on('exit', resolve); } else setTimeout(poll, 5);
         });

@@ -14,7 +14,7 @@ export interface CliProcess {
 }
 
 function startCli(args: readonly string[], env: Readonly<Record<string, string>>): CliProcess {
-  const child = spawn(NODE, [join(ROOT, 'bin', 'aigateway.ts'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(NODE, [join(ROOT, 'bin', 'aigateway.js'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output = (output + chunk).slice(-200_000)));
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output = (output + chunk).slice(-200_000)));

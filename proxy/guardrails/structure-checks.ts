@@ -1,9 +1,9 @@
 // Checks over structure inside the text: JSON (schema, keys), URLs, code.
 
+import { createRequire } from 'node:module';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { z } from 'zod';
 import { defineCheck, neverTransforms } from './check-definition.ts';
 import { CODE_FORMATS, detectCodeFormats, resolveCodeFormat } from './code-detection.ts';
@@ -12,11 +12,16 @@ import { ListOperatorSchema, listVerdict } from './text-checks.ts';
 import { userRegexForJsonSchema } from './user-regex.ts';
 import { CheckParameterError } from '../errors.ts';
 
-// ajv-formats is CommonJS with `module.exports = plugin` and a `default` alias; under
-// nodenext the default import is typed as the module object, so take `.default` when typed so.
-const addFormats = (typeof addFormatsModule === 'function' ? addFormatsModule : addFormatsModule.default) as unknown as (
-  ajv: Ajv,
-) => Ajv;
+// Ajv (≈ 13 MiB loaded) is required on the first JSON-schema check a config uses, not at
+// start-up; a check is compiled synchronously, so it comes through require (Ajv is CommonJS).
+const require = createRequire(import.meta.url);
+
+function loadAjv(): { Ajv: new (options: Record<string, unknown>) => Ajv; addFormats: (ajv: Ajv) => Ajv } {
+  const { Ajv } = require('ajv') as typeof import('ajv');
+  // ajv-formats is `module.exports = plugin` with a `default` alias.
+  const formats = require('ajv-formats') as { (ajv: Ajv): Ajv; default?: (ajv: Ajv) => Ajv };
+  return { Ajv, addFormats: formats.default ?? formats };
+}
 
 const MAX_REPORTED_ERRORS = 10;
 
@@ -30,6 +35,7 @@ let ajvInUse: { readonly ajv: Ajv; compiles: number } | undefined;
 
 function sharedAjv(): Ajv {
   if (ajvInUse === undefined || ajvInUse.compiles >= COMPILES_PER_AJV) {
+    const { Ajv, addFormats } = loadAjv();
     const regExp = Object.assign((pattern: string) => userRegexForJsonSchema(pattern), { code: 'userRegexForJsonSchema' });
     const ajv = new Ajv({ allErrors: true, strict: false, logger: false, code: { regExp } });
     addFormats(ajv);

@@ -1,10 +1,9 @@
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentials } from './bedrock-options.ts';
 
 // AWS Signature Version 4 for Bedrock runtime calls, with the AWS SDK's own signer
 // (@smithy/signature-v4). The request is signed for the URL it is actually sent to, so a
-// custom host (a VPC endpoint, a test mock) gets a signature for its own Host.
+// custom host (a VPC endpoint, a test mock) gets a signature for its own Host. The signer is
+// loaded on the first Bedrock call: a gateway without Bedrock never pays for it (≈ 15 MiB).
 
 export const BEDROCK_SIGNING_SERVICE = 'bedrock';
 
@@ -22,6 +21,7 @@ export async function signBedrockRequest(
   region: string,
   signingDate?: Date,
 ): Promise<Record<string, string>> {
+  const [{ Sha256 }, { SignatureV4 }] = await Promise.all([import('@aws-crypto/sha256-js'), import('@smithy/signature-v4')]);
   const url = new URL(request.url);
   const signer = new SignatureV4({
     service: BEDROCK_SIGNING_SERVICE,

@@ -1,0 +1,35 @@
+// The one polling helper for tests: wait for a condition with a deadline, never a fixed sleep.
+
+export interface EventuallyOptions {
+  /** How long to keep trying; a hang guard, not a speed assertion. Default 5 s. */
+  timeoutMs?: number;
+  /** Pause between tries. Default 10 ms. */
+  intervalMs?: number;
+}
+
+/**
+ * Calls `check` until it returns something other than `undefined` or `false`, and returns that.
+ * A throwing check counts as "not yet"; its last error is named if the deadline passes.
+ */
+export async function eventually<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  options: EventuallyOptions = {},
+): Promise<T> {
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  const intervalMs = options.intervalMs ?? 10;
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() >= deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+  const cause = lastError === undefined ? '' : `: ${lastError instanceof Error ? lastError.message : String(lastError)}`;
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${cause}`);
+}

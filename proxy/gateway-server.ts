@@ -64,6 +64,20 @@ declare module 'fastify' {
   }
 }
 
+// Bodies are validated with zod (proxy/openai/) and answers serialised by hand: no route
+// declares a JSON schema, so fastify's Ajv and fast-json-stringify compilers (≈ 13 MiB and
+// tens of ms at start-up) are never loaded. A route that declared one would fail at start.
+const NO_JSON_SCHEMAS = {
+  compilersFactory: {
+    buildValidator: () => () => {
+      throw new Error('gateway routes validate with zod, not JSON schemas');
+    },
+    buildSerializer: () => () => {
+      throw new Error('gateway routes serialise their answers, not with JSON schemas');
+    },
+  },
+};
+
 export function createGatewayServer(options: GatewayServerOptions): GatewayServer {
   let state = options.initialState;
   let ready = true;
@@ -82,6 +96,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     routerOptions: { ignoreTrailingSlash: true },
     // Malformed HTTP (400) and oversized headers (431) still answer in the OpenAI shape.
     clientErrorHandler: answerClientError,
+    schemaController: NO_JSON_SCHEMAS,
   });
 
   const tracer = options.tracer === undefined ? environmentTracer : (options.tracer ?? undefined);

@@ -1,9 +1,21 @@
-import { calcPrice, type ModelInfo, type ModelPrice, type Provider, type Usage } from '@pydantic/genai-prices';
+import { createRequire } from 'node:module';
+import type { ModelInfo, ModelPrice, Provider, Usage } from '@pydantic/genai-prices';
 
 // What one request cost in USD, from the maintained price table of @pydantic/genai-prices
 // (prices per million tokens, cached-input and cache-write rates, long-context tiers,
 // dated price changes), with the state file's `modelPrices` in front for private models.
 // A model neither knows is unpriced (undefined), never free.
+//
+// The table (≈ 20 MiB loaded) is required on the first lookup it must answer, not at start-up:
+// a one-time ≈ 15 ms, after the first priced answer went out; a gateway that prices
+// everything from modelPrices, or serves nothing priced, never loads it.
+const require = createRequire(import.meta.url);
+let calcPriceFn: typeof import('@pydantic/genai-prices').calcPrice | undefined;
+
+function calcPrice(...args: Parameters<typeof import('@pydantic/genai-prices').calcPrice>): ReturnType<typeof import('@pydantic/genai-prices').calcPrice> {
+  calcPriceFn ??= (require('@pydantic/genai-prices') as typeof import('@pydantic/genai-prices')).calcPrice;
+  return calcPriceFn(...args);
+}
 
 /** Token counts as the provider reported them (OpenAI convention: cached ⊂ prompt, reasoning ⊂ completion). */
 export interface TokenUsage {

@@ -19,6 +19,7 @@ export const OPERATIONS: Readonly<Record<string, string>> = {
 interface RouteSeries {
   requests: ReturnType<Counter<string>['labels']>;
   duration: ReturnType<Histogram<string>['labels']>;
+  overhead: ReturnType<Histogram<string>['labels']>;
 }
 
 interface GenAiSeries {
@@ -94,7 +95,11 @@ export function observeRequest(metrics: GatewayMetrics, context: RequestContext,
   const klass = statusClass(status);
   const series = cached(routeSeries, metrics, `${route}\u0000${provider}\u0000${klass}`, () => {
     const labels = { route, provider, status_class: klass };
-    return { requests: metrics.requests.labels(labels), duration: metrics.requestDuration.labels(labels) };
+    return {
+      requests: metrics.requests.labels(labels),
+      duration: metrics.requestDuration.labels(labels),
+      overhead: metrics.gatewayOverhead.labels({ route }),
+    };
   });
   series.requests.inc();
   series.duration.observe(seconds);
@@ -121,7 +126,7 @@ export function observeRequest(metrics: GatewayMetrics, context: RequestContext,
     // Overhead: before the first upstream request, and after the last upstream answer ended.
     const before = context.upstreamStartedAt - context.startedAt;
     const after = context.upstreamDoneAt === undefined ? 0n : now - context.upstreamDoneAt;
-    metrics.gatewayOverhead.observe({ route }, Number(before + (after > 0n ? after : 0n)) / 1e9);
+    series.overhead.observe(Number(before + (after > 0n ? after : 0n)) / 1e9);
   }
 }
 

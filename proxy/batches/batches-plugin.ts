@@ -7,7 +7,6 @@ import type { GatewayHost } from '../start-gateway.ts';
 import { injectLineExecutor } from './batch-line-executor.ts';
 import { registerBatchRoutes } from './batch-routes.ts';
 import { BatchRunner } from './batch-runner.ts';
-import { PostgresDriver } from '../sql/postgres-driver.ts';
 import { SqlBatchStore } from './sql-batch-store.ts';
 import type { SqlDriver } from '../sql/sql-driver.ts';
 import { SqliteDriver } from '../sql/sqlite-driver.ts';
@@ -33,7 +32,7 @@ export interface BatchesPluginOptions {
 
 export function batchesPlugin(options: BatchesPluginOptions): (host: GatewayHost) => FastifyPluginAsync {
   return (host) => async (app) => {
-    const driver = openDriver(options.store);
+    const driver = await openDriver(options.store);
     const batches = await SqlBatchStore.open(driver);
     const files = new SqlFileStore(driver);
     const now = options.now ?? Date.now;
@@ -64,6 +63,9 @@ export function batchesPlugin(options: BatchesPluginOptions): (host: GatewayHost
   };
 }
 
-function openDriver(location: BatchStoreLocation): SqlDriver {
-  return location.kind === 'sqlite' ? new SqliteDriver(location.path) : new PostgresDriver({ connectionString: location.connectionString });
+/** PostgreSQL's client (pg, ≈ 11 MiB) loads only when the store is PostgreSQL. */
+async function openDriver(location: BatchStoreLocation): Promise<SqlDriver> {
+  if (location.kind === 'sqlite') return new SqliteDriver(location.path);
+  const { PostgresDriver } = await import('../sql/postgres-driver.ts');
+  return new PostgresDriver({ connectionString: location.connectionString });
 }

@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { load } from 'js-yaml';
 import { Agent, request } from 'undici';
-import { eventually, ROOT, run } from '../e2e/e2e-environment.ts';
+import { ROOT, run } from '../e2e/e2e-environment.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { clusterEnvironment, percentile, type ClusterEnvironment } from './cluster-environment.ts';
 import { startSteadyTraffic, type SteadyTraffic, type TrafficReport } from './steady-traffic.ts';
 
@@ -145,7 +146,7 @@ describe('aigateway on a real Kubernetes cluster', { skip, timeout: 900_000 }, (
       await env.helm(['uninstall', RELEASE, '-n', NS, '--wait=false'], { allowFailure: true });
       await env.kubectl(['delete', 'namespace', NS, '--wait=false'], { allowFailure: true });
       await env.kubectl(['-n', NS, 'delete', 'pods', '--all', '--grace-period=0', '--force'], { allowFailure: true });
-      await eventually(async () => ((await env.kubectl(['get', 'namespace', NS], { allowFailure: true })).code !== 0 ? true : undefined), 180_000, `namespace ${NS} deleted`, 500);
+      await eventually(async () => ((await env.kubectl(['get', 'namespace', NS], { allowFailure: true })).code !== 0 ? true : undefined), `namespace ${NS} deleted`, { timeoutMs: 180_000, intervalMs: 500 });
     }
     await env.kubectl(['create', 'namespace', NS]);
   });
@@ -191,7 +192,7 @@ describe('aigateway on a real Kubernetes cluster', { skip, timeout: 900_000 }, (
       ],
       { timeoutMs: 200_000 },
     );
-    await eventually(async () => ((await podsReady('operator', 2)) && (await podsReady('proxy', 2)) ? true : undefined), 120_000, '2 operator + 2 proxy pods Ready', 500);
+    await eventually(async () => ((await podsReady('operator', 2)) && (await podsReady('proxy', 2)) ? true : undefined), '2 operator + 2 proxy pods Ready', { timeoutMs: 120_000, intervalMs: 500 });
     const installSeconds = (performance.now() - started) / 1000;
     await kubectl('rollout', 'status', 'deployment/mock-provider', '--timeout=120s');
     // The user's Secrets first (random keys, never from examples/), then the resources.
@@ -289,7 +290,7 @@ spec: { provider: "@mock", override_params: { model: g0 } }
         volumes: [{ name: 'tmp', emptyDir: {} }],
       },
     }));
-    await eventually(async () => (/Succeeded|Failed/.test((await kubectl('get', 'pod', 'image-probe', '-o', 'jsonpath={.status.phase}')).stdout) ? true : undefined), 120_000, 'the image probe pod', 500);
+    await eventually(async () => (/Succeeded|Failed/.test((await kubectl('get', 'pod', 'image-probe', '-o', 'jsonpath={.status.phase}')).stdout) ? true : undefined), 'the image probe pod', { timeoutMs: 120_000, intervalMs: 500 });
     const ran = await kubectl('logs', 'image-probe');
     await kubectl('delete', 'pod', 'image-probe', '--wait=false');
     const measured = JSON.parse(ran.stdout.trim().split('\n').at(-1) ?? '{}') as { uid: number; rootWritable: unknown; packages: string[]; startupMs: number[] };
@@ -380,7 +381,7 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
     const victim = (await kubectl('get', 'pods', '-l', 'app.kubernetes.io/component=proxy', '-o', 'jsonpath={.items[0].metadata.name}')).stdout;
     const started = performance.now();
     await kubectl('delete', 'pod', victim, '--wait=true', '--timeout=90s');
-    await eventually(async () => ((await podsReady('proxy', 2)) ? true : undefined), 120_000, 'two proxy pods Ready again', 250);
+    await eventually(async () => ((await podsReady('proxy', 2)) ? true : undefined), 'two proxy pods Ready again', { timeoutMs: 120_000, intervalMs: 250 });
     await new Promise((resolve) => setTimeout(resolve, 2_000)); // traffic on the new set too
     const report = traffic.take();
     results['deleteProxyPod'] = { ...report, seconds: Number(((performance.now() - started) / 1000).toFixed(1)) };
@@ -410,9 +411,8 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
         const images = (await kubectl('get', 'pods', '-l', `app.kubernetes.io/instance=${RELEASE}`, '-o', 'jsonpath={.items[*].spec.containers[0].image}')).stdout.split(' ');
         return images.length === 4 && images.every((image) => image.endsWith(`:${TAG_2}`)) && (await podsReady('proxy', 2)) && (await podsReady('operator', 2)) ? true : undefined;
       },
-      120_000,
       `every pod on ${TAG_2}`,
-      500,
+      { timeoutMs: 120_000, intervalMs: 500 },
     );
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const report = traffic.take();
@@ -434,13 +434,13 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
     const next = await eventually(async () => {
       const current = await holder();
       return current !== '' && current !== leader ? current : undefined;
-    }, 60_000, 'a new Lease holder', 100);
+    }, 'a new Lease holder', { timeoutMs: 60_000, intervalMs: 100 });
     const takeoverMs = performance.now() - started;
     const model = `f-${randomBytes(3).toString('hex')}`;
     await kubectl('patch', 'gatewayconfig', 'prop', '--type=merge', '-p', JSON.stringify({ spec: { override_params: { model } } }));
     await kubectl('wait', '--for=condition=Programmed', 'gatewayconfig/prop', '--timeout=30s');
     for (const ip of await readyProxyIps()) assert.ok((await ask(ip, { 'x-gateway-config': 'prop' })).content.includes(`model=${model}`));
-    await eventually(async () => ((await podsReady('operator', 2)) ? true : undefined), 120_000, 'two operator pods Ready', 500);
+    await eventually(async () => ((await podsReady('operator', 2)) ? true : undefined), 'two operator pods Ready', { timeoutMs: 120_000, intervalMs: 500 });
     const report = traffic.take();
     results['operatorFailover'] = { ...report, takeoverMs: Math.round(takeoverMs) };
     log(`operator leader ${leader} deleted: new leader ${next} after ${Math.round(takeoverMs)} ms; ${trafficLine(report)}`);
@@ -463,7 +463,7 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
     const left = await eventually(async () => {
       const found = await leftovers();
       return found.length === 0 ? found : undefined;
-    }, 90_000, 'everything of the release garbage-collected', 1000).catch(async (error: Error) => {
+    }, 'everything of the release garbage-collected', { timeoutMs: 90_000, intervalMs: 1000 }).catch(async (error: Error) => {
       throw new Error(`${error.message}: ${(await leftovers()).join(', ')}`);
     });
     assert.deepEqual(left, []);

@@ -97,18 +97,3 @@ async function detect(): Promise<E2eEnvironment | string> {
   };
 }
 
-/** Polls `check` until it returns a value other than undefined, or fails after the deadline. */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs: number, what: string, pollMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    await new Promise((resolvePromise) => setTimeout(resolvePromise, pollMs));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError === undefined ? '' : `: ${(lastError as Error).message}`}`);
-}

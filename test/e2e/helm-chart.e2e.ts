@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadAll, load } from 'js-yaml';
-import { e2eEnvironment, eventually, ROOT, type E2eEnvironment } from './e2e-environment.ts';
+import { e2eEnvironment, ROOT, type E2eEnvironment } from './e2e-environment.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { startOperatorProcess, type OperatorProcess } from './processes.ts';
 
 const environment = await e2eEnvironment();
@@ -115,7 +116,7 @@ describe('Helm chart', { skip, timeout: 240_000 }, () => {
     await eventually(async () => {
       const result = await env.kubectl(['-n', namespace, 'get', 'configmap', `${FULLNAME}-state`, '-o', 'jsonpath={.data.gateway\\.yaml}'], { allowFailure: true });
       return result.code === 0 && result.stdout.includes('support-fallback') && result.stdout.includes('openai-prod') ? true : undefined;
-    }, 30_000, 'the rendered ConfigMap').catch((error: Error) => {
+    }, 'the rendered ConfigMap', { timeoutMs: 30_000, intervalMs: 100 }).catch((error: Error) => {
       throw new Error(`${error.message}\noperator output:\n${operator?.output().slice(-3000)}`);
     });
     await env.kubectl(['-n', namespace, 'wait', '--for=condition=Ready', 'aigwc,aigwp,aigwrl,aigwpr,aigwg,aigwk', '--all', '--timeout=30s']);

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { load } from 'js-yaml';
-import { e2eEnvironment, eventually, ROOT, type E2eEnvironment } from './e2e-environment.ts';
+import { e2eEnvironment, ROOT, type E2eEnvironment } from './e2e-environment.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { startOperatorProcess, type OperatorProcess } from './processes.ts';
 
 const environment = await e2eEnvironment();
@@ -63,7 +64,7 @@ describe('operator against the API server', { skip, timeout: 240_000 }, () => {
       const rendered = await renderedState();
       const complete = ['configs', 'apiKeys', 'providers', 'prompts', 'rateLimitPolicies', 'guardrails'].every((key) => ids(rendered, key).length > 0);
       return complete && ids(rendered, 'providers').length === 2 ? rendered : undefined;
-    }, 20_000, 'the rendered state');
+    }, 'the rendered state', { timeoutMs: 20_000, intervalMs: 100 });
     assert.deepEqual(ids(state, 'providers'), ['openai-backup', 'openai-prod']);
     assert.deepEqual(ids(state, 'prompts'), ['welcome']);
     assert.deepEqual(ids(state, 'rateLimitPolicies'), ['default-workspace-per-key']);
@@ -89,12 +90,12 @@ spec: { provider: openai, apiKeySecretRef: { name: does-not-exist, key: apiKey }
     const condition = await eventually(async () => {
       const provider = await json<{ status?: { conditions?: Array<{ type: string; status: string; reason: string; observedGeneration: number }> } }>(['get', 'aigwp', 'broken']);
       return provider.status?.conditions?.find((item) => item.type === 'ResolvedRefs');
-    }, 20_000, 'the ResolvedRefs condition');
+    }, 'the ResolvedRefs condition', { timeoutMs: 20_000, intervalMs: 100 });
     assert.deepEqual({ status: condition.status, reason: condition.reason, observedGeneration: condition.observedGeneration }, { status: 'False', reason: 'SecretNotFound', observedGeneration: 1 });
     const events = await eventually(async () => {
       const list = await json<{ items: Array<{ reason: string; type: string; involvedObject: { name: string } }> }>(['get', 'events', '--field-selector', 'involvedObject.name=broken']);
       return list.items.some((event) => event.reason === 'SecretNotFound') ? list.items : undefined;
-    }, 10_000, 'an Event for the broken Provider');
+    }, 'an Event for the broken Provider', { timeoutMs: 10_000, intervalMs: 100 });
     assert.ok(events.some((event) => event.type === 'Warning'));
     assert.ok(!ids(await renderedState(), 'providers').includes('broken'));
     assert.ok(ids(await renderedState(), 'providers').includes('openai-prod'), 'the rest still renders');
@@ -105,26 +106,26 @@ spec: { provider: openai, apiKeySecretRef: { name: does-not-exist, key: apiKey }
 
   test('deleting a resource removes it from the rendered state', async () => {
     await kubectl(['delete', 'aigwpr', 'welcome']);
-    await eventually(async () => (ids(await renderedState(), 'prompts').length === 0 ? true : undefined), 20_000, 'the prompt to disappear');
+    await eventually(async () => (ids(await renderedState(), 'prompts').length === 0 ? true : undefined), 'the prompt to disappear', { timeoutMs: 20_000, intervalMs: 100 });
   });
 
   test('stopping the leader: the other operator takes over within the lease duration and keeps rendering', async () => {
     const holder = await eventually(async () => {
       const name = await leaseHolder();
       return name === '' ? undefined : name;
-    }, 10_000, 'a leader');
+    }, 'a leader', { timeoutMs: 10_000, intervalMs: 100 });
     const leader = operators.find((operator) => operator.identity === holder);
     const follower = operators.find((operator) => operator.identity !== holder);
     assert.ok(leader !== undefined && follower !== undefined);
     const killedAt = Date.now();
     await leader.stop('SIGKILL'); // no clean release: the Lease must expire
-    await eventually(async () => ((await leaseHolder()) === follower.identity ? true : undefined), LEASE_MS * 3, 'the follower to take the Lease', 50);
+    await eventually(async () => ((await leaseHolder()) === follower.identity ? true : undefined), 'the follower to take the Lease', { timeoutMs: LEASE_MS * 3, intervalMs: 50 });
     const tookMs = Date.now() - killedAt;
     // The follower waits out the lease from its last observation of a renewal, then needs
     // one retry period (2/15 of the lease) to write the Lease.
     assert.ok(tookMs <= LEASE_MS + (LEASE_MS * 2) / 15 + 500, `takeover took ${tookMs} ms (lease ${LEASE_MS} ms)`);
     await kubectl(['apply', '-f', `${ROOT}/examples/prompt.yaml`]);
-    await eventually(async () => (ids(await renderedState(), 'prompts').includes('welcome') ? true : undefined), 20_000, 'the new leader to render');
+    await eventually(async () => (ids(await renderedState(), 'prompts').includes('welcome') ? true : undefined), 'the new leader to render', { timeoutMs: 20_000, intervalMs: 100 });
   });
 
   test('a clean stop releases the Lease, and another replica takes it', async () => {
@@ -142,7 +143,7 @@ spec: { provider: openai, apiKeySecretRef: { name: does-not-exist, key: apiKey }
     await current.stop('SIGTERM');
     assert.equal(current.child.exitCode, 0);
     assert.ok(['', 'op-c'].includes(await leaseHolder()), 'released on exit, not left to expire');
-    await eventually(async () => ((await leaseHolder()) === 'op-c' ? true : undefined), LEASE_MS * 3, 'op-c to take the released Lease', 50);
+    await eventually(async () => ((await leaseHolder()) === 'op-c' ? true : undefined), 'op-c to take the released Lease', { timeoutMs: LEASE_MS * 3, intervalMs: 50 });
   });
 
   test('deleting the owner Deployment garbage-collects the rendered ConfigMap and Secret', async () => {
@@ -151,6 +152,6 @@ spec: { provider: openai, apiKeySecretRef: { name: does-not-exist, key: apiKey }
     await eventually(async () => {
       const result = await env.kubectl(['-n', namespace, 'get', 'configmap/aigateway-state', 'secret/aigateway-credentials', '--ignore-not-found', '-o', 'name'], { allowFailure: true });
       return result.code === 0 && result.stdout.trim() === '' ? true : undefined;
-    }, 30_000, 'garbage collection of the output');
+    }, 'garbage collection of the output', { timeoutMs: 30_000, intervalMs: 100 });
   });
 });

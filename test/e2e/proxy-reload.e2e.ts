@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { e2eEnvironment, eventually, ROOT, type E2eEnvironment } from './e2e-environment.ts';
+import { e2eEnvironment, ROOT, type E2eEnvironment } from './e2e-environment.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { startKubeletMirror, type KubeletMirror } from './kubelet-mirror.ts';
 import { startOperatorProcess, startProxyProcess, type OperatorProcess, type ProxyProcess } from './processes.ts';
 
@@ -68,7 +69,7 @@ spec: { provider: "@mock" }
     operator = await startOperatorProcess({ kubeconfig: env.kubeconfig, namespace, identity: 'op-proxy' });
     dir = await mkdtemp(join(tmpdir(), 'aigw-e2e-mount-'));
     mirror = await startKubeletMirror({ kubeconfig: env.kubeconfig, namespace, configMapName: 'aigateway-state', secretName: 'aigateway-credentials', dir: join(dir, 'state') });
-    await eventually(() => mirror?.swapWhere((state) => state.includes('id: steady') && state.includes('e2e-admin')), 30_000, 'the first rendered state on disk');
+    await eventually(() => mirror?.swapWhere((state) => state.includes('id: steady') && state.includes('e2e-admin')), 'the first rendered state on disk', { timeoutMs: 30_000, intervalMs: 100 });
     proxy = await startProxyProcess({
       configPath: mirror.configPath,
       credentialsPath: mirror.credentialsPath,
@@ -102,8 +103,8 @@ spec:
   strategy: { mode: fallback }
   targets: [ { provider: "@mock", override_params: { model: gpt-4o } }, { provider: "@mock" } ]
 `);
-      const swap = await eventually(() => mirror?.swapWhere((state) => state.includes('id: fresh')), 20_000, 'the swap carrying the new config');
-      await eventually(async () => ((await chat('fresh')) === 200 ? true : undefined), 5_000, 'the proxy to serve the new config', 20);
+      const swap = await eventually(() => mirror?.swapWhere((state) => state.includes('id: fresh')), 'the swap carrying the new config', { timeoutMs: 20_000, intervalMs: 100 });
+      await eventually(async () => ((await chat('fresh')) === 200 ? true : undefined), 'the proxy to serve the new config', { timeoutMs: 5_000, intervalMs: 20 });
       const tookMs = Date.now() - swap.at;
       assert.ok(tookMs <= 2000, `served ${tookMs} ms after the ..data swap`);
       t.diagnostic(`new config served ${tookMs} ms after the ..data swap`);
@@ -135,19 +136,19 @@ spec:
     const listed = await eventually(async () => {
       const list = (await (await fetch(`${proxy?.origin}/v1/policies/rate-limits`, { headers: { 'x-gateway-api-key': ADMIN_KEY } })).json()) as { data: Array<{ id: string }> };
       return list.data.some((policy) => policy.id === id) ? list : undefined;
-    }, 10_000, 'the policy in GET /v1/policies/rate-limits');
+    }, 'the policy in GET /v1/policies/rate-limits', { timeoutMs: 10_000, intervalMs: 100 });
     assert.ok(listed.data.length >= 1);
     // Enforced once the proxy has reloaded the state that carries it: a 429 within the minute.
     // Requests are counted only once the proxy serves that state (its /ready hash changed), so
     // none sent before the reload passes unlimited.
-    await eventually(() => mirror?.swapWhere((state) => state.includes(`id: ${id}`)), 20_000, 'the swap carrying the policy');
-    await eventually(async () => ((await servedHash()) !== before ? true : undefined), 20_000, 'the proxy serving the state with the policy');
+    await eventually(() => mirror?.swapWhere((state) => state.includes(`id: ${id}`)), 'the swap carrying the policy', { timeoutMs: 20_000, intervalMs: 100 });
+    await eventually(async () => ((await servedHash()) !== before ? true : undefined), 'the proxy serving the state with the policy', { timeoutMs: 20_000, intervalMs: 100 });
     const limited: number[] = [];
     await eventually(async () => {
       const status = await chat('steady', { e2e: 'limited' });
       limited.push(status);
       return status === 429 ? true : undefined;
-    }, 10_000, 'a 429 from the new policy', 20);
+    }, 'a 429 from the new policy', { timeoutMs: 10_000, intervalMs: 20 });
     assert.ok(limited.filter((status) => status === 200).length <= 2, `statuses: ${limited.join(',')}`);
     assert.equal(await chat('steady'), 200, 'requests the policy does not match still pass');
   });
@@ -161,7 +162,7 @@ spec:
         body: JSON.stringify({ variables: { tone: 'terse', question: 'Where is my order?' } }),
       });
       return response.status === 200 ? ((await response.json()) as { data: { messages: Array<{ content: string }> } }) : undefined;
-    }, 15_000, 'the prompt to render');
+    }, 'the prompt to render', { timeoutMs: 15_000, intervalMs: 100 });
     assert.equal(rendered.data.messages[0]?.content, 'You are a terse support assistant.');
   });
 });

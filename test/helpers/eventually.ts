@@ -8,11 +8,12 @@ export interface EventuallyOptions {
 }
 
 /**
- * Calls `check` until it returns something other than `undefined` or `false`, and returns that.
- * A throwing check counts as "not yet"; its last error is named if the deadline passes.
+ * Calls `check` until it returns a truthy value, and returns that. A falsy value (`false`,
+ * `undefined`, `0`, `''`, `null`) or a throwing check counts as "not yet"; the last error is
+ * named if the deadline passes.
  */
 export async function eventually<T>(
-  check: () => T | undefined | false | Promise<T | undefined | false>,
+  check: () => T | undefined | null | false | 0 | '' | Promise<T | undefined | null | false | 0 | ''>,
   what: string,
   options: EventuallyOptions = {},
 ): Promise<T> {
@@ -23,7 +24,7 @@ export async function eventually<T>(
   for (;;) {
     try {
       const value = await check();
-      if (value !== undefined && value !== false) return value;
+      if (value) return value as T;
     } catch (error) {
       lastError = error;
     }

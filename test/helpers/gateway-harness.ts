@@ -131,16 +131,6 @@ export function baseState(extra: Record<string, unknown> = {}): Record<string, u
   };
 }
 
-/** Polls `check` until it returns true or the deadline passes. */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 2000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-}
-
 /** A deterministic PRNG (mulberry32) for distribution tests. */
 export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;

@@ -16,7 +16,8 @@ import { requestLogRoutes } from '../../proxy/logs/request-log-routes.ts';
 import { createRequestLogWriter, type RequestLogWriter } from '../../proxy/logs/request-log-writer.ts';
 import { SqliteLogStore } from '../../proxy/logs/sqlite-log-store.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const PROVIDER_KEY = 'sk-upstream-accounting-0001';
 const RUN = randomUUID().slice(0, 8);
@@ -210,7 +211,7 @@ describe('every request accounted exactly once', () => {
     await rawStream('token-leaver', (text) => text.includes('chat.completion.chunk'));
     note('token-leaver', 499);
     mock.setChunkDelay(0);
-    await waitFor(async () => (await logsOf('token-leaver')).length === 1, 3000, 'the leaver recorded');
+    await eventually(async () => (await logsOf('token-leaver')).length === 1, 'the leaver recorded', { timeoutMs: 10_000 });
     note('token-leaver', await statusOf(sdk('token-leaver').chat.completions.create(CHAT)));
 
     const expectedStatuses: Record<string, number[]> = {
@@ -234,7 +235,7 @@ describe('every request accounted exactly once', () => {
 
     // The log store: exactly one record per request, with the client's status.
     const total = [...sent.values()].reduce((sum, list) => sum + list.length, 0);
-    await waitFor(async () => (await storedCount()) >= total, 5000, 'every record stored');
+    await eventually(async () => (await storedCount()) >= total, 'every record stored', { timeoutMs: 5000 });
     for (const [trace, statuses] of sent) {
       const name = trace.slice(`acct-${RUN}-`.length);
       const records = await logsOf(name);
@@ -284,7 +285,7 @@ describe('every request accounted exactly once', () => {
       .map((frame) => frame.replace(/,"usage":null/, ''))
       .join('\n\n');
     assert.equal(text, withoutUsage);
-    await waitFor(async () => (await logsOf('bytes')).length === 1, 3000, 'the record');
+    await eventually(async () => (await logsOf('bytes')).length === 1, 'the record', { timeoutMs: 10_000 });
     assert.ok(((await logsOf('bytes'))[0]?.usage.total_tokens ?? 0) > 0, 'the gateway still counted the tokens');
   });
 });
@@ -294,7 +295,7 @@ describe('cost in the analytics summary', () => {
     const headers = { 'x-gateway-api-key': TEST_GATEWAY_KEY };
     // A model the table does not know: usage comes back, the cost stays unknown.
     note('unpriced', await statusOf(sdk('unpriced').chat.completions.create({ ...CHAT, model: 'acme-private-7b' })));
-    await waitFor(async () => (await logsOf('unpriced')).length === 1, 3000, 'the unpriced record');
+    await eventually(async () => (await logsOf('unpriced')).length === 1, 'the unpriced record', { timeoutMs: 10_000 });
     const [unpriced] = await logsOf('unpriced');
     assert.ok((unpriced?.usage.total_tokens ?? 0) > 0);
     assert.equal(unpriced?.cost_usd, null, 'unknown, not zero');

@@ -10,9 +10,10 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { dump } from 'js-yaml';
 import { INTERRUPTED_LINE_CODE } from '../../proxy/batches/batch-output.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { TEST_GATEWAY_KEY, waitFor } from '../helpers/gateway-harness.ts';
+import { TEST_GATEWAY_KEY } from '../helpers/gateway-harness.ts';
 import { spawnGateway, type GatewayProcess } from '../batches/gateway-process.ts';
 import { adminQuery, postgresBackend, type ProvisionedDatabase } from '../batches/store-backends.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const LINES = 200;
 const pg = await postgresBackend();
@@ -121,10 +122,10 @@ describe('crash recovery', () => {
     delayEveryReply(25);
     const first = await start(['--data-dir', dataDir]);
     const id = await createBatch(first.url);
-    await waitFor(async () => (await counts(first.url, id)).completed >= 40, 30_000, '40 lines done');
+    await eventually(async () => (await counts(first.url, id)).completed >= 40, '40 lines done', { timeoutMs: 30_000 });
     await first.crash();
     const second = await start(['--data-dir', dataDir]);
-    await waitFor(async () => (await counts(second.url, id)).status === 'completed', 60_000, 'batch completed after restart');
+    await eventually(async () => (await counts(second.url, id)).status === 'completed', 'batch completed after restart', { timeoutMs: 60_000 });
     const { interrupted } = await assertNoDuplicates(second.url, id);
     assert.ok(interrupted <= 4, 'at most the lines in flight (concurrency 4) were interrupted');
     t.diagnostic(`lines interrupted by the crash: ${interrupted}; provider calls: ${mock.requests.length}`);
@@ -141,10 +142,10 @@ describe('crash recovery', () => {
       const one = await start(args, env);
       const two = await start(args, env);
       const id = await createBatch(one.url);
-      await waitFor(async () => (await counts(two.url, id)).completed >= 60, 30_000, '60 lines done');
+      await eventually(async () => (await counts(two.url, id)).completed >= 60, '60 lines done', { timeoutMs: 30_000 });
       await one.crash();
       const again = await start(args, env);
-      await waitFor(async () => (await counts(two.url, id)).status === 'completed', 60_000, 'batch completed by the survivors');
+      await eventually(async () => (await counts(two.url, id)).status === 'completed', 'batch completed by the survivors', { timeoutMs: 60_000 });
       const { interrupted } = await assertNoDuplicates(again.url, id);
       assert.ok(interrupted <= 4, 'at most the killed process’s lines in flight were interrupted');
       t.diagnostic(`lines interrupted by the crash: ${interrupted}; provider calls: ${mock.requests.length}`);

@@ -12,7 +12,8 @@ import { batchesPlugin } from '../../proxy/batches/batches-plugin.ts';
 import { openapiAvailable, schemaProblems } from '../batches/openapi-shapes.ts';
 import { startMockOpenAIBatches, type MockOpenAIBatches } from '../fixtures/mock-openai-batches.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 let a: MockOpenAI;
 let b: MockOpenAI;
@@ -67,12 +68,14 @@ async function uploadLines(lines: string[]): Promise<OpenAI.FileObject> {
 }
 
 async function waitForStatus(id: string, statuses: string[], timeoutMs = 30_000): Promise<OpenAI.Batch> {
-  let batch: OpenAI.Batch | undefined;
-  await waitFor(async () => {
-    batch = await client.batches.retrieve(id);
-    return statuses.includes(batch.status);
-  }, timeoutMs, `batch ${id} to reach ${statuses.join('/')}`);
-  return batch as OpenAI.Batch;
+  return eventually(
+    async () => {
+      const batch = await client.batches.retrieve(id);
+      return statuses.includes(batch.status) ? batch : undefined;
+    },
+    `batch ${id} to reach ${statuses.join('/')}`,
+    { timeoutMs },
+  );
 }
 
 async function fileLines(id: string | null | undefined): Promise<Array<Record<string, unknown>>> {
@@ -155,7 +158,7 @@ describe('gateway-managed batches', () => {
     for (let i = 0; i < 200; i++) a.enqueue({ delayMs: 40 });
     const input = await uploadLines(Array.from({ length: 200 }, (_, i) => chatLine(`c-${i}`)));
     const created = await client.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: 'immediate' as '24h' });
-    await waitFor(async () => (await client.batches.retrieve(created.id)).request_counts?.completed !== undefined && ((await client.batches.retrieve(created.id)).request_counts?.completed ?? 0) >= 16, 20_000, '16 lines done');
+    await eventually(async () => (await client.batches.retrieve(created.id)).request_counts?.completed !== undefined && ((await client.batches.retrieve(created.id)).request_counts?.completed ?? 0) >= 16, '16 lines done', { timeoutMs: 20_000 });
     const cancelling = await client.batches.cancel(created.id);
     assert.equal(cancelling.status, 'cancelling');
     assert.equal(typeof cancelling.cancelling_at, 'number');

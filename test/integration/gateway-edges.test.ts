@@ -4,7 +4,8 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { LIMIT_VIOLATIONS, VALID_BODIES } from '../fixtures/limits-violations.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const PROVIDER_KEY = 'sk-upstream-secret-key-5678';
 const CHAT = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
@@ -265,7 +266,7 @@ describe('observability', () => {
       'x-gateway-metadata': JSON.stringify({ _user: 'u-42', team: 'search' }),
     });
     await response.arrayBuffer();
-    await waitFor(() => harness.logs.some((line) => line['trace_id'] === 'trace-log-1'), 2000, 'the request log line');
+    await eventually(() => harness.logs.some((line) => line['trace_id'] === 'trace-log-1'), 'the request log line', { timeoutMs: 10_000 });
     const line = harness.logs.find((entry) => entry['trace_id'] === 'trace-log-1');
     assert.deepEqual(line?.['metadata'], { _user: 'u-42', team: 'search' });
     assert.equal(line?.['provider'], 'openai');

@@ -11,8 +11,9 @@ import { after, before, describe, test } from 'node:test';
 import { dump } from 'js-yaml';
 import { pino } from 'pino';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 import { startGateway } from '../../proxy/start-gateway.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const CHAT = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
 const NEW_KEY = 'gw-added-during-traffic-1-012345';
@@ -66,23 +67,23 @@ describe('hot reload of the state file', () => {
     assert.equal(await chat(origin, NEW_KEY), 401);
     const writtenAt = Date.now();
     await harness.writeState(stateWith([{ id: 'added', key: NEW_KEY }]));
-    await waitFor(async () => (await chat(origin, NEW_KEY)) === 200, 2000, 'the new key to be accepted');
+    await eventually(async () => (await chat(origin, NEW_KEY)) === 200, 'the new key to be accepted', { timeoutMs: 10_000 });
     const tookMs = Date.now() - writtenAt;
     assert.ok(tookMs <= 2000, `new key worked after ${tookMs} ms`);
 
     const failuresBefore = await metricValue(origin, /aigateway_config_reloads_total\{result="failure"\} (\d+)/);
     await harness.writeState('apiKeys: [ {id: broken, key: \n  ::: not yaml');
-    await waitFor(
+    await eventually(
       async () => (await metricValue(origin, /aigateway_config_reloads_total\{result="failure"\} (\d+)/)) > failuresBefore,
-      3000,
       'the broken edit to be rejected',
+      { timeoutMs: 10_000 },
     );
     // Schema-invalid (valid YAML) is rejected the same way.
     await harness.writeState({ apiKeys: [{ id: 'x' }] });
-    await waitFor(
+    await eventually(
       async () => (await metricValue(origin, /aigateway_config_reloads_total\{result="failure"\} (\d+)/)) > failuresBefore + 1,
-      3000,
       'the invalid edit to be rejected',
+      { timeoutMs: 10_000 },
     );
     assert.equal(await chat(origin, NEW_KEY), 200, 'the last good state keeps serving');
     assert.ok(harness.logs.some((line) => line['msg'] === 'state reload rejected; the last good state keeps serving'));
@@ -113,14 +114,14 @@ describe('hot reload of the state file', () => {
       request.on('error', reject);
     });
     await harness.writeState(stateWith([], [{ slug: 'old', provider: 'openai', virtualKey: 'vk-old', apiKey: 'sk-y', customHost: mock.url }]));
-    await waitFor(async () => (await chat(origin, TEST_GATEWAY_KEY, 'vk-old')) === 200, 3000, 'vk-old to exist');
+    await eventually(async () => (await chat(origin, TEST_GATEWAY_KEY, 'vk-old')) === 200, 'vk-old to exist', { timeoutMs: 10_000 });
     // Fastify captures the snapshot synchronously in its 'request' listener, which runs
     // before this one: once this fires, the request holds the state with vk-old.
     const arrived = once(harness.gateway.server.app.server, 'request');
     request.flushHeaders();
     await arrived;
     await harness.writeState(stateWith([]));
-    await waitFor(async () => (await chat(origin, TEST_GATEWAY_KEY, 'vk-old')) === 404, 3000, 'vk-old to be removed');
+    await eventually(async () => (await chat(origin, TEST_GATEWAY_KEY, 'vk-old')) === 404, 'vk-old to be removed', { timeoutMs: 10_000 });
     request.end(CHAT);
     assert.equal(await answered, 200);
   });
@@ -150,7 +151,7 @@ describe('ConfigMap-style mounts', () => {
       const swappedAt = Date.now();
       await rename(join(dir, '..data_tmp'), join(dir, '..data'));
       await rm(join(dir, '..2026_11_22_00_00_01.1'), { recursive: true });
-      await waitFor(async () => (await chat(gateway.origin, NEW_KEY)) === 200, 2000, 'the swapped state');
+      await eventually(async () => (await chat(gateway.origin, NEW_KEY)) === 200, 'the swapped state', { timeoutMs: 10_000 });
       assert.ok(Date.now() - swappedAt <= 2000);
     } finally {
       await gateway.close();

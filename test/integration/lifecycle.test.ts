@@ -10,7 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { dump } from 'js-yaml';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 let mock: MockOpenAI;
@@ -92,7 +93,7 @@ describe('graceful shutdown', () => {
 
       const exited = once(child, 'exit');
       child.kill('SIGTERM');
-      await waitFor(async () => (await fetch(`${origin}/ready`).catch(() => undefined))?.status === 503, 2000, 'readiness to turn false');
+      await eventually(async () => (await fetch(`${origin}/ready`).catch(() => undefined))?.status === 503, 'readiness to turn false', { timeoutMs: 10_000 });
 
       let text = Buffer.from(first.value ?? new Uint8Array()).toString();
       for (;;) {

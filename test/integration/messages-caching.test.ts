@@ -7,8 +7,9 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { ANTHROPIC_REPLY_TEXT, startMockAnthropic, type MockAnthropic } from '../fixtures/mock-anthropic.ts';
 import { DEFAULT_REPLY_TEXT, startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 import type { RequestRecord } from '../../proxy/observability/request-record.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const KEY = 'sk-ant-api03-messages-caching-key';
 const OPENAI_KEY = 'sk-openai-messages-caching-key';
@@ -98,7 +99,7 @@ async function stream(client: Anthropic, body: Anthropic.MessageCreateParamsNonS
 
 /** The request record of the call that just finished. */
 async function lastRecord(): Promise<RequestRecord> {
-  await waitFor(() => records.length > 0, 2000, 'a request record');
+  await eventually(() => records.length > 0, 'a request record', { timeoutMs: 10_000 });
   return records.at(-1) as RequestRecord;
 }
 

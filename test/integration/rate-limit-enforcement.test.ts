@@ -12,7 +12,8 @@ import { dump } from 'js-yaml';
 import OpenAI from 'openai';
 import { RedisCounterStore } from '../../proxy/ratelimit/redis-counter-store.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const SECOND_KEY = 'gw-second-key-000000-0123456789a';
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'hi' }] };
@@ -209,8 +210,8 @@ describe('shared Redis store', () => {
           return response.status;
         });
       // Warm both connections up (another workspace's counter) before the burst.
-      await waitFor(async () => (await send(origin, SECOND_KEY)) === 200, 5000, 'the child process to answer');
-      await waitFor(async () => (await send(inProcess.gateway.origin, SECOND_KEY)) === 200, 5000, 'the in-process gateway to answer');
+      await eventually(async () => (await send(origin, SECOND_KEY)) === 200, 'the child process to answer', { timeoutMs: 5000 });
+      await eventually(async () => (await send(inProcess.gateway.origin, SECOND_KEY)) === 200, 'the in-process gateway to answer', { timeoutMs: 5000 });
       const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => send(i % 2 === 0 ? inProcess.gateway.origin : origin)));
       const admitted = burst.filter((status) => status === 200).length;
       assert.ok(admitted <= 10, `admitted ${admitted} of 30 across two processes`);

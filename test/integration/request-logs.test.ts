@@ -11,7 +11,8 @@ import { requestLogRoutes } from '../../proxy/logs/request-log-routes.ts';
 import { createRequestLogWriter, type RequestLogWriter } from '../../proxy/logs/request-log-writer.ts';
 import { SqliteLogStore } from '../../proxy/logs/sqlite-log-store.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const PROVIDER_KEY = 'sk-upstream-secret-for-logs-1234';
 const INFERENCE_ONLY_KEY = 'gw-inference-only-logs-key-01234';
@@ -86,13 +87,13 @@ before(async () => {
   await refused.arrayBuffer();
 
   // Records are written after the response, in batches: flush until all six are there.
-  await waitFor(
+  await eventually(
     async () => {
       await writer.flush();
       return (await store.query({ metadata: { run: RUN } }, undefined, 100)).records.length === 6;
     },
-    5_000,
     'six request records',
+    { timeoutMs: 5_000 },
   );
 });
 

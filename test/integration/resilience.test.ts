@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'hi' }] };
 const FAIL = (status: number, headers?: Record<string, string>) => ({ status, body: { error: { message: `failed ${status}` } }, headers });
@@ -223,7 +224,7 @@ describe('circuit breakers', () => {
     });
     (state['apiKeys'] as unknown[]).push({ id: 'extra', key: 'gw-extra-key-123-0123456789abcde' });
     await harness.writeState(state);
-    await waitFor(() => harness.gateway.server.currentState().hash !== hashBefore, 3000, 'the reload');
+    await eventually(() => harness.gateway.server.currentState().hash !== hashBefore, 'the reload', { timeoutMs: 10_000 });
     const stillOpen = await alone().chat.completions.create(CHAT).catch((e: unknown) => e);
     assert.ok(stillOpen instanceof OpenAI.APIError);
     assert.equal(stillOpen.status, 503, 'breaker state survived the reload');

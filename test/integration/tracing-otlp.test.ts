@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { eventually } from '../helpers/eventually.ts';
 
 interface OtlpSpan {
   traceId: string;
@@ -63,7 +64,7 @@ after(() => receiver.close());
 describe('OpenTelemetry traces over OTLP/HTTP', () => {
   test('server span, a client span per attempt, guardrail span, traceparent in and out, trace id in the log', async () => {
     const { startMockOpenAI } = await import('../fixtures/mock-openai.ts');
-    const { baseState, startHarness, waitFor } = await import('../helpers/gateway-harness.ts');
+    const { baseState, startHarness } = await import('../helpers/gateway-harness.ts');
     const mock = await startMockOpenAI({ apiKey: 'sk-traced' });
     const harness = await startHarness({
       state: baseState({
@@ -83,7 +84,7 @@ describe('OpenTelemetry traces over OTLP/HTTP', () => {
       const answer = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: SECRET_PROMPT }] });
       assert.ok(answer.choices.length > 0);
 
-      await waitFor(() => received.filter((span) => span.traceId === INCOMING_TRACE).length >= 4, 5000, 'the spans exported');
+      await eventually(() => received.filter((span) => span.traceId === INCOMING_TRACE).length >= 4, 'the spans exported', { timeoutMs: 5000 });
       const spans = received.filter((span) => span.traceId === INCOMING_TRACE);
       const server = spans.find((span) => span.kind === 2);
       assert.ok(server !== undefined, 'a server span');
@@ -112,7 +113,7 @@ describe('OpenTelemetry traces over OTLP/HTTP', () => {
       for (const value of sentUp) assert.ok(clientIds.has(String(value).split('-')[2] ?? ''), 'each traceparent names its client span');
 
       // The log line leads to the trace; no prompt text anywhere in the export.
-      await waitFor(() => harness.logs.some((line) => line['trace_id'] === gatewayTraceId), 2000, 'the log line');
+      await eventually(() => harness.logs.some((line) => line['trace_id'] === gatewayTraceId), 'the log line', { timeoutMs: 10_000 });
       assert.equal(harness.logs.find((line) => line['trace_id'] === gatewayTraceId)?.['otel_trace_id'], INCOMING_TRACE);
       assert.ok(!rawBodies.includes(SECRET_PROMPT), 'prompt text is never exported');
       assert.match(rawBodies, /aigateway-tracing-test/, 'OTEL_SERVICE_NAME names the service');
@@ -120,7 +121,7 @@ describe('OpenTelemetry traces over OTLP/HTTP', () => {
       // A stream records its time to first token; a request without traceparent starts a new trace.
       const stream = await harness.client({ 'x-gateway-config': 'traced' }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: true });
       for await (const chunk of stream) assert.ok(chunk !== undefined);
-      await waitFor(() => received.some((span) => span.kind === 2 && span.traceId !== INCOMING_TRACE && attribute(span, 'gen_ai.server.time_to_first_token') !== undefined), 5000, 'the stream span');
+      await eventually(() => received.some((span) => span.kind === 2 && span.traceId !== INCOMING_TRACE && attribute(span, 'gen_ai.server.time_to_first_token') !== undefined), 'the stream span', { timeoutMs: 5000 });
     } finally {
       await harness.close();
       await mock.close();

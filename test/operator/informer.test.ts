@@ -8,6 +8,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Informer } from '../../operator/k8s/informer.ts';
 import { KubeClient } from '../../operator/k8s/kube-client.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 interface Item {
   metadata: { name: string; resourceVersion: string };
@@ -65,14 +66,6 @@ describe('Informer', () => {
     server.close();
   });
 
-  async function until(condition: () => boolean, what: string): Promise<void> {
-    const deadline = Date.now() + 5000;
-    while (!condition()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; requests: ${requests.join(', ')}`);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-  }
-
   test('lists, applies watch events, relists on 410 Gone and resumes from the newest resourceVersion', async () => {
     requests.length = 0;
     listItems = [{ metadata: { name: 'a', resourceVersion: '9' } }];
@@ -95,8 +88,8 @@ describe('Informer', () => {
     const informer = new Informer<Item>({ client, path: '/api/v1/namespaces/n/secrets', name: 'secrets', logger: pino({ level: 'silent' }), onChange: () => (changes += 1) });
     informer.start();
     try {
-      await until(() => informer.synced, 'the first list');
-      await until(() => requests.length >= 5 && informer.get('c') !== undefined, 'the relisted cache');
+      await eventually(() => informer.synced, 'the first list');
+      await eventually(() => requests.length >= 5 && informer.get('c') !== undefined, 'the relisted cache');
     } finally {
       await informer.stop();
     }
@@ -113,7 +106,7 @@ describe('Informer', () => {
     const informer = new Informer<Item>({ client, path: '/api/v1/namespaces/n/secrets', name: 'secrets', logger: pino({ level: 'silent' }), onChange: () => undefined, random: () => 0 });
     informer.start();
     try {
-      await until(() => informer.synced, 'the list after the error');
+      await eventually(() => informer.synced, 'the list after the error');
     } finally {
       await informer.stop();
     }

@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import type { KubeClient } from '../../operator/k8s/kube-client.ts';
 import { KubeApiError } from '../../operator/k8s/kube-client.ts';
 import { ProgrammedTracker, type ServedSnapshot } from '../../operator/k8s/programmed-tracker.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 function fakeClient(endpoints: () => unknown): { client: KubeClient; paths: string[] } {
   const paths: string[] = [];
@@ -17,16 +18,6 @@ function fakeClient(endpoints: () => unknown): { client: KubeClient; paths: stri
     },
   } as unknown as KubeClient;
   return { client, paths };
-}
-
-async function until<T>(check: () => T | undefined, what: string): Promise<T> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 const endpointsOf = (ips: string[]) => ({ subsets: [{ addresses: ips.map((ip) => ({ ip })), ports: [{ name: 'http', port: 8787 }] }] });
@@ -48,13 +39,13 @@ describe('ProgrammedTracker', () => {
     });
     tracker.start();
     tracker.expect('new');
-    await until(() => (tracker.snapshot.hash === 'old' ? true : undefined), 'both replicas on the old hash');
+    await eventually(() => tracker.snapshot.hash === 'old', 'both replicas on the old hash');
     assert.deepEqual(paths[0], 'GET /api/v1/namespaces/team-a/endpoints/aigw-aigateway-proxy');
     served.set('10.0.0.1:8787', 'new');
-    await until(() => (snapshots.some((snapshot) => snapshot.hash === undefined && snapshot.replicas.length === 2) ? true : undefined), 'a mixed snapshot');
+    await eventually(() => snapshots.some((snapshot) => snapshot.hash === undefined && snapshot.replicas.length === 2), 'a mixed snapshot');
     assert.equal(tracker.snapshot.hash, undefined, 'replicas disagree: nothing is served everywhere');
     served.set('10.0.0.2:8787', 'new');
-    await until(() => (tracker.snapshot.hash === 'new' ? true : undefined), 'both on the new hash');
+    await eventually(() => tracker.snapshot.hash === 'new', 'both on the new hash');
     assert.deepEqual(tracker.snapshot.replicas.map((replica) => replica.address), ['10.0.0.1:8787', '10.0.0.2:8787']);
     tracker.stop();
   });
@@ -78,10 +69,10 @@ describe('ProgrammedTracker', () => {
     assert.equal(paths.length, 0, 'a follower does not ask');
     leader = true;
     tracker.poke();
-    await until(() => (tracker.snapshot.replicas.length === 2 ? true : undefined), 'the replicas asked');
+    await eventually(() => tracker.snapshot.replicas.length === 2, 'the replicas asked');
     assert.equal(tracker.snapshot.hash, undefined);
     answer = { subsets: [] };
-    await until(() => (tracker.snapshot.replicas.length === 0 ? true : undefined), 'no ready replica');
+    await eventually(() => tracker.snapshot.replicas.length === 0, 'no ready replica');
     assert.equal(tracker.snapshot.hash, undefined);
     answer = new KubeApiError(404, 'NotFound', 'endpoints "proxy" not found');
     tracker.poke();

@@ -3,14 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { WorkQueue } from '../../operator/k8s/work-queue.ts';
-
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
+import { eventually } from '../helpers/eventually.ts';
 
 describe('WorkQueue', () => {
   test('adding a key many times while it waits processes it once', async () => {
@@ -27,7 +20,7 @@ describe('WorkQueue', () => {
     queue.add('other');
     assert.equal(queue.depth, 2);
     release();
-    await until(() => seen.length >= 3, 2000, 'every key');
+    await eventually(() => seen.length >= 3, 'every key', { timeoutMs: 10_000 });
     await queue.stop();
     assert.deepEqual(seen, ['gate', 'render', 'other']);
   });
@@ -42,11 +35,11 @@ describe('WorkQueue', () => {
       },
     });
     queue.add('render');
-    await until(() => runs === 1, 2000, 'the first run');
+    await eventually(() => runs === 1, 'the first run', { timeoutMs: 10_000 });
     queue.add('render');
     queue.add('render');
     release();
-    await until(() => runs === 2, 2000, 'the second run');
+    await eventually(() => runs === 2, 'the second run', { timeoutMs: 10_000 });
     await queue.stop();
     assert.equal(runs, 2);
   });
@@ -65,7 +58,7 @@ describe('WorkQueue', () => {
       onDepth: (depth) => depths.push(depth),
     });
     queue.add('render');
-    await until(() => attempts.length === 4, 5000, 'four attempts');
+    await eventually(() => attempts.length === 4, 'four attempts', { timeoutMs: 10_000 });
     await queue.stop();
     assert.deepEqual(delays, [5, 10, 20]);
     assert.ok(depths.includes(1) && depths.includes(0));

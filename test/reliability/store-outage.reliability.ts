@@ -10,7 +10,8 @@ import { PostgresLogStore } from '../../proxy/logs/postgres-log-store.ts';
 import { createRequestLogWriter } from '../../proxy/logs/request-log-writer.ts';
 import { RedisCounterStore } from '../../proxy/ratelimit/redis-counter-store.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const canManage = process.getuid?.() === 0 && commandExists('redis-server') && commandExists('pg_ctlcluster');
@@ -78,13 +79,13 @@ describe('store outages', { skip: canManage ? false : 'needs root and the local 
       assert.ok((await metric(harness, /aigateway_ratelimit_decisions_total\{policy="outage",result="error"\} (\d+)/)) >= 50);
       redis('start');
       const allowedBefore = await metric(harness, /aigateway_ratelimit_decisions_total\{policy="outage",result="allowed"\} (\d+)/);
-      await waitFor(
+      await eventually(
         async () => {
           assert.equal(await chat(harness), 200);
           return (await metric(harness, /aigateway_ratelimit_decisions_total\{policy="outage",result="allowed"\} (\d+)/)) > allowedBefore;
         },
-        15_000,
         'counting to resume after Redis came back',
+        { timeoutMs: 15_000 },
       );
     } finally {
       try {
@@ -116,14 +117,14 @@ describe('store outages', { skip: canManage ? false : 'needs root and the local 
         body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'after' }] }),
       });
       await marker.arrayBuffer();
-      await waitFor(
+      await eventually(
         async () => {
           await writer.flush().catch(() => undefined);
           const found = await store.query({ traceId: `after-outage-${process.pid}` }, undefined, 10).catch(() => undefined);
           return (found?.records.length ?? 0) > 0;
         },
-        30_000,
         'the log writer to recover',
+        { timeoutMs: 30_000 },
       );
     } finally {
       try {

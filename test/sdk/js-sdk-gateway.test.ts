@@ -7,7 +7,8 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { Gateway, type GatewayOptions } from '../../sdk/js/src/index.ts';
 import { DEFAULT_REPLY_TEXT, startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const ADMIN_KEY = 'gw-sdk-admin-key-0001-0123456789';
 const INFERENCE_KEY = 'gw-sdk-inference-key-01-01234567';
@@ -49,7 +50,7 @@ function gateway(options: GatewayOptions = {}): Gateway {
 }
 
 async function logLine(traceId: string): Promise<Record<string, unknown>> {
-  await waitFor(() => harness.logs.some((line) => line['trace_id'] === traceId), 2000, `the log line of ${traceId}`);
+  await eventually(() => harness.logs.some((line) => line['trace_id'] === traceId), `the log line of ${traceId}`, { timeoutMs: 10_000 });
   const line = harness.logs.find((entry) => entry['trace_id'] === traceId);
   assert.ok(line);
   return line;

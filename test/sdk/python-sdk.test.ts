@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import { DEFAULT_REPLY_TEXT, startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const PYTHON_SDK = fileURLToPath(new URL('../../sdk/python', import.meta.url));
 const hasPython = spawnSync('python3', ['--version']).status === 0;
@@ -101,7 +102,7 @@ test('the Python SDK renders a prompt, manages policies and sends trace id and m
   assert.equal(result.chat, DEFAULT_REPLY_TEXT);
   assert.deepEqual(result.error, [400, 'AIGW_ERR_INVALID_BODY', 'variables']);
 
-  await waitFor(() => harness.logs.some((line) => line['trace_id'] === 'py-sdk-1' && line['route'] === '/v1/chat/completions'), 2000, 'the chat log line');
+  await eventually(() => harness.logs.some((line) => line['trace_id'] === 'py-sdk-1' && line['route'] === '/v1/chat/completions'), 'the chat log line', { timeoutMs: 10_000 });
   const line = harness.logs.find((entry) => entry['trace_id'] === 'py-sdk-1' && entry['route'] === '/v1/chat/completions');
   assert.deepEqual(line?.['metadata'], { _user: 'py-user', team: 'José' });
   assert.equal(line?.['status'], 200);

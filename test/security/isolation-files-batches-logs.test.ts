@@ -10,7 +10,8 @@ import { batchesPlugin } from '../../proxy/batches/batches-plugin.ts';
 import { requestLogRoutes } from '../../proxy/logs/request-log-routes.ts';
 import { SqliteLogStore } from '../../proxy/logs/sqlite-log-store.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const OWNER = 'gw-owner-workspace-a-0123456789abcdef';
 const INTRUDER = 'gw-intruder-workspace-b-0123456789ab';
@@ -99,7 +100,7 @@ describe('gateway-managed batches', () => {
     assert.equal((await call('GET', `/batches/${id}`, INTRUDER)).status, 404);
     assert.equal((await call('POST', `/batches/${id}/cancel`, INTRUDER)).status, 404);
     assert.ok(!(await call('GET', '/batches', INTRUDER)).text.includes(id));
-    await waitFor(async () => (await call('GET', `/batches/${id}`, OWNER)).json['status'] === 'completed', 10_000, 'the batch to complete');
+    await eventually(async () => (await call('GET', `/batches/${id}`, OWNER)).json['status'] === 'completed', 'the batch to complete', { timeoutMs: 10_000 });
     const done = await call('GET', `/batches/${id}`, OWNER);
     const output = String(done.json['output_file_id']);
     assert.equal((await call('GET', `/files/${output}/content`, INTRUDER)).status, 404, "its output file is the owner's too");

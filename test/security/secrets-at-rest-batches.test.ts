@@ -11,7 +11,8 @@ import { batchesPlugin } from '../../proxy/batches/batches-plugin.ts';
 import { SqliteLogStore } from '../../proxy/logs/sqlite-log-store.ts';
 import { FilePolicyStore } from '../../proxy/ratelimit/policy-store.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const GATEWAY_KEY = 'gw-batch-creator-secret-0123456789abcdef';
 const PROVIDER_KEY = 'sk-provider-secret-from-request-0123456789';
@@ -90,7 +91,7 @@ describe('batch credentials at rest', () => {
     assert.deepEqual(holders(running, GATEWAY_KEY), [], 'no gateway key in the clear while the batch runs');
     assert.deepEqual(holders(running, PROVIDER_KEY), [], 'no provider key in the clear while the batch runs');
 
-    await waitFor(async () => (await call('GET', `/batches/${id}`)).json['status'] === 'completed', 15_000, 'the batch to complete');
+    await eventually(async () => (await call('GET', `/batches/${id}`)).json['status'] === 'completed', 'the batch to complete', { timeoutMs: 15_000 });
     const done = await call('GET', `/batches/${id}`);
     assert.deepEqual(done.json['request_counts'], { total: 2, completed: 2, failed: 0 }, 'the lines ran with the sealed credentials');
 

@@ -6,7 +6,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { APIError } from 'openai';
-import { baseState, startHarness, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const ATTACK_BYTES = 50 * 1024 * 1024;
 const WRITE_BYTES = 64 * 1024;
@@ -96,13 +97,13 @@ describe('an upstream SSE event over the cap', () => {
 
     // While the upstream is pushing the huge event, the gateway still answers its probes.
     await upstream.started;
-    await waitFor(
+    await eventually(
       async () => {
         const health = await fetch(`${harness.gateway.origin}/health`, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined);
         return health?.status === 200;
       },
-      10_000,
       '/health to answer during the attack',
+      { timeoutMs: 10_000 },
     );
 
     await assert.rejects(consumed, (error: unknown) => {
@@ -110,7 +111,7 @@ describe('an upstream SSE event over the cap', () => {
       assert.match(error.message, /stream event larger than \d+ bytes/);
       return true;
     });
-    await waitFor(() => upstream.closedEarly, 5_000, 'the upstream request to be aborted');
+    await eventually(() => upstream.closedEarly, 'the upstream request to be aborted', { timeoutMs: 5_000 });
     assert.ok(upstream.written < ATTACK_BYTES, `the upstream was cut off (wrote ${upstream.written} of ${ATTACK_BYTES} bytes)`);
   });
 });

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
-import { baseState, startHarness, TEST_GATEWAY_KEY, waitFor, type Harness } from '../helpers/gateway-harness.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 let mock: MockOpenAI;
 let harness: Harness;
@@ -44,7 +45,7 @@ test('a reload that denies an origin closes the warm connections to it', { timeo
 
   const before = await successfulReloads();
   await harness.writeState(baseState({ egress: { allow: [] } }));
-  await waitFor(async () => (await successfulReloads()) > before, 5_000, 'the reload');
+  await eventually(async () => (await successfulReloads()) > before, 'the reload', { timeoutMs: 5_000 });
 
   const after = await chat();
   assert.equal(after.status, 400);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import type { CachedAnswer, ResponseCacheStore } from '../../../proxy/cache/response-cache-store.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 export interface StoreBounds {
   maxEntries?: number;
@@ -14,17 +15,6 @@ export interface StoreBounds {
 }
 
 const HOUR = 3_600_000;
-
-/** Polls `check` until it holds or `ms` pass. */
-export async function eventually(check: () => Promise<boolean>, ms = 5_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) assert.fail(`${what} did not hold within ${ms} ms`);
-    await new Promise((resolve) => setImmediate(resolve));
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 /** A chat answer of about `size` bytes; `random` makes it incompressible. */
 export function answerOfSize(size: number, random = false, createdAt = 1_700_000_000_000): CachedAnswer {
@@ -77,7 +67,7 @@ export function responseCacheStoreSuite(name: string, create: (bounds?: StoreBou
       withStore(async (store) => {
         await store.set('long', { body: 'stays', createdAt: 1 }, HOUR);
         await store.set('short', { body: 'goes', createdAt: 1 }, 40);
-        await eventually(async () => (await store.get('short')) === undefined, 5_000, 'short entry expiring');
+        await eventually(async () => (await store.get('short')) === undefined, 'short entry expiring');
         assert.equal((await store.get('long'))?.body, 'stays');
       }));
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { SemanticIndex } from '../../../proxy/cache/semantic-cache.ts';
-import { eventually } from './response-cache-store-suite.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 export interface IndexBounds {
   maxPerPartition?: number;
@@ -91,7 +91,7 @@ export function semanticIndexSuite(name: string, create: (bounds?: IndexBounds) 
         const p = partition();
         await index.add(p, axis(0), 'long', HOUR);
         await index.add(p, axis(1), 'short', 40);
-        await eventually(async () => (await index.search(p, axis(1), 0.9)) === undefined, 5_000, 'short entry expiring');
+        await eventually(async () => (await index.search(p, axis(1), 0.9)) === undefined, 'short entry expiring');
         assert.equal((await index.search(p, axis(0), 0.9))?.key, 'long');
       }));
 

@@ -5,6 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { after, before, describe, test } from 'node:test';
 import { startKubeStateSource, type KubeStateSource } from '../../../proxy/config/kube-state-source.ts';
 import type { LoadResult } from '../../../proxy/config/state-loader.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 interface FakeObject {
   metadata: { name: string; resourceVersion: string; annotations?: Record<string, string> };
@@ -59,16 +60,6 @@ class FakeApiServer {
   }
 }
 
-async function until<T>(check: () => T | undefined, what: string): Promise<T> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 describe('kube-state-source (API watch of the state ConfigMap and Secret)', () => {
   const api = new FakeApiServer();
   let origin = '';
@@ -111,7 +102,7 @@ describe('kube-state-source (API watch of the state ConfigMap and Secret)', () =
     const errors: string[] = [];
     const source = start(reloads, errors);
     await source.synced(5_000);
-    await until(() => (reloads.length === 1 ? true : undefined), 'the first state');
+    await eventually(() => reloads.length === 1, 'the first state');
     const first = reloads[0];
     assert.ok(first?.ok, JSON.stringify(first));
     assert.equal(first.state.document.cache.semanticThreshold, 0.9);
@@ -119,7 +110,7 @@ describe('kube-state-source (API watch of the state ConfigMap and Secret)', () =
     assert.ok(api.requests.some((entry) => entry.path === '/api/v1/namespaces/team-a/configmaps?fieldSelector=metadata.name%3Daigw-state'));
     assert.ok(api.requests.some((entry) => entry.path.startsWith('/api/v1/namespaces/team-a/secrets?fieldSelector=metadata.name%3Daigw-credentials')));
     assert.ok(source.healthy());
-    await until(() => (api.watchers.get('configmaps')?.length && api.watchers.get('secrets')?.length ? true : undefined), 'both watches');
+    await eventually(() => api.watchers.get('configmaps')?.length && api.watchers.get('secrets')?.length, 'both watches');
     assert.ok(api.requests.some((entry) => entry.path.includes('watch=true') && entry.path.includes('resourceVersion=') && entry.path.includes('allowWatchBookmarks=true')));
 
     // The operator writes the Secret first, then the ConfigMap: in between, nothing changes.
@@ -128,7 +119,7 @@ describe('kube-state-source (API watch of the state ConfigMap and Secret)', () =
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(reloads.length, 1, 'no reload on a half-written pair');
     api.set('configmaps', 'aigw-state', 'h2', { 'gateway.yaml': stateText(0.8) });
-    await until(() => (reloads.length === 2 ? true : undefined), 'the second state');
+    await eventually(() => reloads.length === 2, 'the second state');
     const second = reloads[1];
     assert.ok(second?.ok);
     assert.equal(second.state.document.cache.semanticThreshold, 0.8);
@@ -141,23 +132,23 @@ describe('kube-state-source (API watch of the state ConfigMap and Secret)', () =
     const errors: string[] = [];
     const source = start(reloads, errors, 64 * 1024);
     await source.synced(5_000);
-    await until(() => (api.watchers.get('configmaps')?.length ? true : undefined), 'the watch');
+    await eventually(() => api.watchers.get('configmaps')?.length, 'the watch');
     const listsBefore = api.lists('configmaps');
     // Expired resourceVersion: the object changed meanwhile, only a re-list shows it.
     api.set('configmaps', 'aigw-state', 'h2', { 'gateway.yaml': stateText(0.7) }, false);
     api.send('configmaps', { type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } });
-    await until(() => (reloads.some((outcome) => outcome.ok && outcome.state.document.cache.semanticThreshold === 0.7) ? true : undefined), 'the re-listed state');
+    await eventually(() => reloads.some((outcome) => outcome.ok && outcome.state.document.cache.semanticThreshold === 0.7), 'the re-listed state');
     assert.ok(api.lists('configmaps') > listsBefore);
     assert.equal(errors.length, 0, `410 is not an error: ${errors.join('; ')}`);
 
-    await until(() => (api.watchers.get('configmaps')?.length ? true : undefined), 'the watch again');
+    await eventually(() => api.watchers.get('configmaps')?.length, 'the watch again');
     api.send('configmaps', { type: 'MODIFIED', object: { metadata: { name: 'aigw-state', resourceVersion: '99' }, data: { 'gateway.yaml': `# ${'x'.repeat(70 * 1024)}\n` } } });
-    await until(() => (errors.some((message) => message.includes('longer than')) ? true : undefined), 'the oversized event refused');
-    await until(() => (api.watchers.get('configmaps')?.length ? true : undefined), 'the watch after the backoff');
+    await eventually(() => errors.some((message) => message.includes('longer than')), 'the oversized event refused');
+    await eventually(() => api.watchers.get('configmaps')?.length, 'the watch after the backoff');
 
     const count = reloads.length;
     api.set('configmaps', 'aigw-state', 'h2', { 'gateway.yaml': 'cache:\n  semanticThreshold: 7\n' });
-    const rejected = await until(() => reloads[count], 'the invalid state');
+    const rejected = await eventually(() => reloads[count], 'the invalid state');
     assert.equal(rejected.ok, false);
     await source.close();
   });

@@ -7,8 +7,8 @@ import type { RequestRecord } from '../../../proxy/observability/request-record.
 import { startLogRetention } from '../../../proxy/logs/log-retention.ts';
 import type { RequestLogStore } from '../../../proxy/logs/request-log-store.ts';
 import { createRequestLogWriter } from '../../../proxy/logs/request-log-writer.ts';
-import { waitFor } from '../../helpers/gateway-harness.ts';
 import { logRecord } from './request-log-store-suite.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 /** A store that records batches; `gate` (when set) holds every insert until released. */
 function scriptedStore(behaviour: { fail?: () => boolean; gate?: Promise<void> } = {}) {
@@ -44,7 +44,7 @@ describe('request log writer', () => {
     const writer = createRequestLogWriter(store, { batchSize: 3, flushIntervalMs: 60_000 });
     const records = Array.from({ length: 7 }, () => logRecord());
     for (const record of records) writer.sink(record);
-    await waitFor(() => batches.length >= 2, 2_000, 'two full batches');
+    await eventually(() => batches.length >= 2, 'two full batches', { timeoutMs: 10_000 });
     assert.deepEqual(batches.map((b) => b.length), [3, 3]);
     await writer.flush();
     assert.deepEqual(batches.map((b) => b.length), [3, 3, 1]);
@@ -58,7 +58,7 @@ describe('request log writer', () => {
     const writer = createRequestLogWriter(store, { batchSize: 100, flushIntervalMs: 20 });
     writer.sink(logRecord());
     writer.sink(logRecord());
-    await waitFor(() => batches.length === 1, 2_000, 'the timer flush');
+    await eventually(() => batches.length === 1, 'the timer flush', { timeoutMs: 10_000 });
     assert.equal(batches[0]?.length, 2);
     await writer.close();
   });
@@ -80,7 +80,7 @@ describe('request log writer', () => {
     const writer = createRequestLogWriter(store, { maxQueue: 1_000, batchSize: 100, flushIntervalMs: 5, metrics: { registry } });
     // Let the first batch go in flight (and stall) before the rest of the flood.
     for (let i = 0; i < 100; i++) writer.sink(logRecord());
-    await waitFor(() => writer.stats().queued === 0, 2_000, 'the first batch to be taken');
+    await eventually(() => writer.stats().queued === 0, 'the first batch to be taken', { timeoutMs: 10_000 });
     const started = performance.now();
     for (let i = 0; i < 100_000; i++) writer.sink(logRecord());
     const elapsed = performance.now() - started;
@@ -160,7 +160,7 @@ describe('request log retention', () => {
   test('deletes records older than the retention on each pass', async () => {
     const { store, deletes } = scriptedStore();
     const retention = startLogRetention(store, { retentionMs: 86_400_000, intervalMs: 10, firstPassDelayMs: 0, now: () => 100 * 86_400_000 });
-    await waitFor(() => deletes.length >= 2, 2_000, 'two retention passes');
+    await eventually(() => deletes.length >= 2, 'two retention passes', { timeoutMs: 10_000 });
     await retention.stop();
     assert.ok(deletes.every((cutoff) => cutoff === 99 * 86_400_000));
     assert.equal(await retention.runOnce(), 3);
@@ -182,7 +182,7 @@ describe('request log retention', () => {
       firstPassDelayMs: 0,
       logger: { info: () => undefined, error: (object) => errors.push(object) },
     });
-    await waitFor(() => calls >= 2, 2_000, 'a second pass after a failure');
+    await eventually(() => calls >= 2, 'a second pass after a failure', { timeoutMs: 10_000 });
     await retention.stop();
     assert.ok(errors.length >= 1);
   });

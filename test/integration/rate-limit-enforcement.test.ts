@@ -14,6 +14,7 @@ import { RedisCounterStore } from '../../proxy/ratelimit/redis-counter-store.ts'
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { REDIS_URL, silentServer, skip } from '../helpers/redis-test-kit.ts';
 
 const SECOND_KEY = 'gw-second-key-000000-0123456789a';
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'hi' }] };
@@ -174,8 +175,8 @@ describe('tokens policies', () => {
   });
 });
 
-describe('shared Redis store', () => {
-  const REDIS = 'redis://127.0.0.1:6379';
+describe('shared Redis store', { skip }, () => {
+  const REDIS = REDIS_URL;
 
   test('two gateway processes enforce one global limit (burst: total admitted ≤ limit)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'aigw-redis-'));
@@ -185,7 +186,7 @@ describe('shared Redis store', () => {
     await writeFile(statePath, dump(state));
     // Fail closed on both sides: a store timeout must not turn into an extra admission.
     const inProcess = await startHarness({ state, counterStore: new RedisCounterStore({ url: REDIS, commandTimeoutMs: 500 }), rateLimitFailMode: 'closed' });
-    const cli = fileURLToPath(new URL('../../bin/aigateway.ts', import.meta.url));
+    const cli = fileURLToPath(new URL('../../bin/aigateway.js', import.meta.url));
     const child = spawn(process.execPath, [cli, 'serve', '--config', statePath, '--port', '0', '--data-dir', join(dir, 'data'), '--log-file', join(dir, 'log')], {
       env: { ...process.env, REDIS_URL: REDIS, AIGATEWAY_RATELIMIT_FAIL_MODE: 'closed' },
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -210,8 +211,8 @@ describe('shared Redis store', () => {
           return response.status;
         });
       // Warm both connections up (another workspace's counter) before the burst.
-      await eventually(async () => (await send(origin, SECOND_KEY)) === 200, 'the child process to answer', { timeoutMs: 5000 });
-      await eventually(async () => (await send(inProcess.gateway.origin, SECOND_KEY)) === 200, 'the in-process gateway to answer', { timeoutMs: 5000 });
+      await eventually(async () => (await send(origin, SECOND_KEY)) === 200, 'the child process to answer', { timeoutMs: 10_000 });
+      await eventually(async () => (await send(inProcess.gateway.origin, SECOND_KEY)) === 200, 'the in-process gateway to answer', { timeoutMs: 10_000 });
       const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => send(i % 2 === 0 ? inProcess.gateway.origin : origin)));
       const admitted = burst.filter((status) => status === 200).length;
       assert.ok(admitted <= 10, `admitted ${admitted} of 30 across two processes`);
@@ -227,13 +228,15 @@ describe('shared Redis store', () => {
     }
   });
 
-  test('Redis unreachable: fail-open admits and is counted; fail-closed refuses with 503', async () => {
+  // A store that accepts and never answers: only the command timeout can let a request through
+  // (the test's timeout catches a gateway that would wait on it).
+  test('Redis unreachable: fail-open admits and is counted; fail-closed refuses with 503', { timeout: 20_000 }, async (t) => {
+    const silent = await silentServer();
+    t.after(() => silent.close());
     const policies = [{ id: 'unreachable', type: 'requests', unit: 'rpm', value: 1, conditions: [{ key: 'api_key', value: '*' }], group_by: [{ key: 'api_key' }] }];
-    const open = await startHarness({ state: stateWith(policies), counterStore: new RedisCounterStore({ url: 'redis://127.0.0.1:1', commandTimeoutMs: 50 }) });
+    const open = await startHarness({ state: stateWith(policies), counterStore: new RedisCounterStore({ url: silent.url, commandTimeoutMs: 50 }) });
     try {
-      const started = Date.now();
       assert.deepEqual(await statuses(open, 3), [200, 200, 200]);
-      assert.ok(Date.now() - started < 3000, 'a dead store does not make requests slow');
       const metrics = await (await fetch(`${open.gateway.origin}/metrics`)).text();
       assert.match(metrics, /aigateway_ratelimit_decisions_total\{policy="unreachable",result="error"\} 3/);
     } finally {
@@ -241,7 +244,7 @@ describe('shared Redis store', () => {
     }
     const closed = await startHarness({
       state: stateWith(policies),
-      counterStore: new RedisCounterStore({ url: 'redis://127.0.0.1:1', commandTimeoutMs: 50 }),
+      counterStore: new RedisCounterStore({ url: silent.url, commandTimeoutMs: 50 }),
       rateLimitFailMode: 'closed',
     });
     try {

@@ -3,31 +3,12 @@
 // working, and only the owner's close ends it.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, test } from 'node:test';
-import { Redis } from 'ioredis';
+import { test } from 'node:test';
 import { RedisResponseCache } from '../../../proxy/cache/redis-response-cache.ts';
 import { RedisSemanticIndex } from '../../../proxy/cache/redis-semantic-index.ts';
 import { RedisCounterStore } from '../../../proxy/ratelimit/redis-counter-store.ts';
 import { openRedisConnection } from '../../../proxy/redis/fail-fast-redis.ts';
-
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const PREFIX = `aigw-test:${process.pid}:${randomUUID()}:`;
-
-const admin = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-admin.on('error', () => {});
-const reachable = await admin.connect().then(() => true, () => false);
-const skip = reachable ? false : `Redis not reachable at ${REDIS_URL}`;
-
-after(async () => {
-  if (!reachable) return;
-  let cursor = '0';
-  do {
-    const [next, keys] = await admin.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 1000);
-    if (keys.length > 0) await admin.del(...keys);
-    cursor = next;
-  } while (cursor !== '0');
-  admin.disconnect();
-});
+import { PREFIX, REDIS_URL, admin, skip } from '../../helpers/redis-test-kit.ts';
 
 const spec = { key: 'shared', windowMs: 60_000, limit: 5 };
 

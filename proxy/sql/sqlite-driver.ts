@@ -1,5 +1,5 @@
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
-import { openSqliteDatabase } from './sqlite-database.ts';
+import { openSqliteDatabase, type SqliteOpenOptions } from './sqlite-database.ts';
 import type { SqlDriver, SqlExecutor, SqlRow, SqlValue } from './sql-driver.ts';
 
 // node:sqlite behind the SqlDriver interface. The database API is synchronous, but a
@@ -18,12 +18,13 @@ export class SqliteDriver implements SqlDriver {
   #lock: Promise<void> = Promise.resolve();
 
   /**
-   * Opens (creating, mode 0600) the database file; WAL so readers never block the writer;
-   * secure_delete so deleted and overwritten rows are zeroed, not left in free pages.
+   * Opens (creating, mode 0600) the database file; WAL so readers never block the writer.
+   * By default (batches and files) foreign keys are enforced and secure_delete zeroes deleted
+   * and overwritten rows instead of leaving them in free pages (sealed credentials).
    */
-  constructor(path: string) {
+  constructor(path: string, options: SqliteOpenOptions = { foreignKeys: true, secureDelete: true }) {
     this.path = path;
-    this.#db = openSqliteDatabase(path, { foreignKeys: true, secureDelete: true });
+    this.#db = openSqliteDatabase(path, options);
   }
 
   purgeJournal(): Promise<void> {

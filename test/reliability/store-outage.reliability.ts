@@ -6,7 +6,8 @@ import { execFileSync, execSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { RedisResponseCache } from '../../proxy/cache/redis-response-cache.ts';
-import { PostgresLogStore } from '../../proxy/logs/postgres-log-store.ts';
+import { SqlLogStore } from '../../proxy/logs/sql-log-store.ts';
+import { PostgresDriver } from '../../proxy/sql/postgres-driver.ts';
 import { createRequestLogWriter } from '../../proxy/logs/request-log-writer.ts';
 import { RedisCounterStore } from '../../proxy/ratelimit/redis-counter-store.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
@@ -99,7 +100,7 @@ describe('store outages', { skip: canManage ? false : 'needs root and the local 
 
   test('PostgreSQL stopped and restarted: requests keep succeeding; the request log resumes writing', async () => {
     const table = `outage_${process.pid}`;
-    const store = await PostgresLogStore.open({ connectionString: 'postgres://postgres@127.0.0.1:5432/test', table });
+    const store = await SqlLogStore.open(new PostgresDriver({ connectionString: 'postgres://postgres@127.0.0.1:5432/test' }), { table });
     const writer = createRequestLogWriter(store, { flushIntervalMs: 100 });
     const harness = await startHarness({
       state: baseState({ providers: [{ slug: 'mock', provider: 'openai', apiKey: 'sk-m', customHost: mock.url }], configs: [{ id: 'cached', config: { provider: '@mock' } }] }),

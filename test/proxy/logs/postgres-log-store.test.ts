@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
-import { PostgresLogStore } from '../../../proxy/logs/postgres-log-store.ts';
+import { SqlLogStore } from '../../../proxy/logs/sql-log-store.ts';
+import { PostgresDriver } from '../../../proxy/sql/postgres-driver.ts';
 import { logRecord, requestLogStoreSuite } from './request-log-store-suite.ts';
 
 const DATABASE_URL = process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -25,12 +26,12 @@ after(async () => {
 let tables = 0;
 const freshTable = (): string => `${SCHEMA}.logs_${++tables}`;
 
-if (reachable) requestLogStoreSuite('postgres', () => PostgresLogStore.open({ connectionString: DATABASE_URL, table: freshTable() }));
+if (reachable) requestLogStoreSuite('postgres', () => SqlLogStore.open(new PostgresDriver({ connectionString: DATABASE_URL }), { table: freshTable() }));
 
 describe('postgres request log store: the shared table', { skip }, () => {
   test('replicas opening the same table at once all succeed and share the records', async () => {
     const table = freshTable();
-    const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresLogStore.open({ connectionString: DATABASE_URL, table })));
+    const stores = await Promise.all(Array.from({ length: 4 }, () => SqlLogStore.open(new PostgresDriver({ connectionString: DATABASE_URL }), { table })));
     try {
       const record = logRecord();
       await stores[0]?.insertMany([record]);
@@ -42,7 +43,7 @@ describe('postgres request log store: the shared table', { skip }, () => {
 
   test('started_at is a timestamptz and metadata is jsonb, for plain SQL', async () => {
     const table = freshTable();
-    const store = await PostgresLogStore.open({ connectionString: DATABASE_URL, table });
+    const store = await SqlLogStore.open(new PostgresDriver({ connectionString: DATABASE_URL }), { table });
     try {
       await store.insertMany([logRecord({ startedAt: Date.UTC(2025, 5, 1, 12, 0, 0, 123), metadata: { user: 'u1' } })]);
       const { rows } = await admin.query(`SELECT started_at, metadata->>'user' AS user FROM ${table}`);
@@ -53,10 +54,10 @@ describe('postgres request log store: the shared table', { skip }, () => {
   });
 
   test('a table name that is not a plain identifier is refused before any SQL', async () => {
-    await assert.rejects(PostgresLogStore.open({ connectionString: DATABASE_URL, table: 'logs; DROP TABLE x' }), RangeError);
+    await assert.rejects(SqlLogStore.open(new PostgresDriver({ connectionString: DATABASE_URL }), { table: 'logs; DROP TABLE x' }), RangeError);
   });
 
   test('an unreachable database rejects open (no endless retry)', { timeout: 20_000 }, async () => {
-    await assert.rejects(PostgresLogStore.open({ connectionString: 'postgres://postgres@127.0.0.1:1/test' }));
+    await assert.rejects(SqlLogStore.open(new PostgresDriver({ connectionString: 'postgres://postgres@127.0.0.1:1/test' })));
   });
 });

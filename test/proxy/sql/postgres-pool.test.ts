@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { PostgresLogStore } from '../../../proxy/logs/postgres-log-store.ts';
+import { SqlLogStore } from '../../../proxy/logs/sql-log-store.ts';
 import { PostgresDriver } from '../../../proxy/sql/postgres-driver.ts';
 import { leasePostgresPool } from '../../../proxy/sql/postgres-pool.ts';
 import { adminQuery, postgresBackend, POSTGRES_URL } from '../../batches/store-backends.ts';
@@ -37,7 +37,7 @@ test('leases of one URL get one pool; the last release ends it', { skip }, async
 
 test('the driver and the log store share the pool; each close only releases its lease', { skip }, async () => {
   const driver = new PostgresDriver({ connectionString: url });
-  const logs = await PostgresLogStore.open({ connectionString: url });
+  const logs = await SqlLogStore.open(new PostgresDriver({ connectionString: url }));
   const probe = leasePostgresPool(url);
   try {
     await logs.close();

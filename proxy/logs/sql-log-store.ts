@@ -1,0 +1,341 @@
+import type { RequestRecord } from '../observability/request-record.ts';
+import { num, type SqlDialect, type SqlDriver, type SqlValue } from '../sql/sql-driver.ts';
+import {
+  ADDED_COLUMNS,
+  EMPTY_STATS,
+  LOG_COLUMNS,
+  pageStatement,
+  recordFromRow,
+  rowOf,
+  statsFromRow,
+  summaryStatement,
+  type LogColumn,
+  type LogSqlSyntax,
+  type SummaryRow,
+} from './log-sql.ts';
+import {
+  isQueryableMetadataKey,
+  MAX_SUMMARY_GROUPS,
+  RequestLogCursorError,
+  type AnalyticsSummary,
+  type LogFilter,
+  type LogPage,
+  type RequestLogStore,
+  type SummaryGroupBy,
+} from './request-log-store.ts';
+
+// The request log store, once, on the gateway's SQL driver (proxy/sql): PostgreSQL in a
+// cluster (one table every replica writes, on the pool shared with files and batches), SQLite
+// standalone — there inside its worker thread (sqlite-log-store.ts), because a commit can wait
+// on the disk for tens of ms. What differs per database is data below (DIALECTS); the
+// statements themselves are log-sql.ts's.
+//
+//   const store = await SqlLogStore.open(new PostgresDriver({ connectionString }), { table: 'logs.request_logs' });
+
+export interface SqlLogStoreOptions {
+  /** Table, optionally schema-qualified (`logs.request_logs`). Default per dialect. */
+  readonly table?: string;
+}
+
+const DELETE_CHUNK = 5_000;
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
+
+interface Dialect {
+  readonly defaultTable: string;
+  readonly syntax: LogSqlSyntax;
+  /** The columns to select, started_at as epoch ms. */
+  readonly selectList: string;
+  /** An epoch-ms instant as the column's type binds it. */
+  bindTime(ms: number): SqlValue;
+  /** Inserts the rows with as few statements as the database allows (ON CONFLICT (id) DO NOTHING). */
+  insert(driver: SqlDriver, table: string, rows: ReadonlyArray<Record<LogColumn, unknown>>): Promise<void>;
+  createSchema(driver: SqlDriver, table: string): Promise<void>;
+}
+
+/** JSON path of one metadata key: `$."key"` (keys with `"` or `\` are refused upstream). */
+function metadataPath(key: string): string {
+  if (!isQueryableMetadataKey(key)) throw new RangeError(`metadata key not queryable: ${JSON.stringify(key)}`);
+  return `$."${key}"`;
+}
+
+// SQLite binds at most 32,766 parameters a statement: 64 rows of 28 columns is well inside.
+const SQLITE_ROWS_PER_INSERT = 64;
+
+const SQLITE: Dialect = {
+  defaultTable: 'request_logs',
+  syntax: {
+    dialect: 'sqlite',
+    placeholder: (index) => `$${index}`,
+    bindTime: (ms, params) => params.bind(ms),
+    metadataMatches: (pairs, params) =>
+      Object.entries(pairs)
+        .map(([key, value]) => `json_extract(metadata_flat, ${params.bind(metadataPath(key))}) = ${params.bind(value)}`)
+        .join(' AND '),
+    metadataValue: (key, params) => `json_extract(metadata_flat, ${params.bind(metadataPath(key))})`,
+  },
+  selectList: LOG_COLUMNS.join(', '),
+  bindTime: (ms) => ms,
+  async insert(driver, table, rows) {
+    // One transaction; multi-row statements, so a batch costs a few statements, not one per row.
+    await driver.transaction(async (tx) => {
+      for (let start = 0; start < rows.length; start += SQLITE_ROWS_PER_INSERT) {
+        const chunk = rows.slice(start, start + SQLITE_ROWS_PER_INSERT);
+        const values: SqlValue[] = [];
+        const tuples = chunk.map((row) => {
+          const first = values.length;
+          for (const column of LOG_COLUMNS) values.push(row[column] as SqlValue);
+          return `(${LOG_COLUMNS.map((_, index) => `$${first + index + 1}`).join(', ')})`;
+        });
+        await tx.query(`INSERT INTO ${table} (${LOG_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')} ON CONFLICT (id) DO NOTHING`, values);
+      }
+    });
+  },
+  async createSchema(driver, table) {
+    await driver.exec(`
+CREATE TABLE IF NOT EXISTS ${table} (
+  id TEXT NOT NULL PRIMARY KEY,
+  trace_id TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  method TEXT NOT NULL,
+  route TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  latency_ms REAL NOT NULL,
+  ttft_ms REAL,
+  api_key_id TEXT,
+  workspace TEXT,
+  config_id TEXT,
+  target_path TEXT,
+  provider TEXT,
+  model TEXT,
+  metadata TEXT,
+  metadata_flat TEXT,
+  prompt_tokens INTEGER,
+  completion_tokens INTEGER,
+  total_tokens INTEGER,
+  cache_status TEXT,
+  retries INTEGER NOT NULL,
+  guardrail_verdict TEXT,
+  error_code TEXT,
+  cached_tokens INTEGER,
+  reasoning_tokens INTEGER,
+  usage_estimated INTEGER,
+  cost_usd REAL,
+  otel_trace_id TEXT
+);
+CREATE INDEX IF NOT EXISTS ${table}_started ON ${table} (started_at, id);
+CREATE INDEX IF NOT EXISTS ${table}_trace ON ${table} (trace_id);`);
+    // A table from before the later columns: add them.
+    const present = new Set((await driver.query(`SELECT name FROM pragma_table_info('${table}')`)).map((row) => String(row['name'])));
+    for (const [column, type] of ADDED_COLUMNS) {
+      if (!present.has(column)) await driver.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type.toUpperCase()}`);
+    }
+  },
+};
+
+/** PostgreSQL array type of each column, for the one-statement unnest insert. */
+const ARRAY_TYPES: Record<LogColumn, string> = {
+  id: 'text[]',
+  trace_id: 'text[]',
+  started_at: 'timestamptz[]',
+  method: 'text[]',
+  route: 'text[]',
+  status: 'int[]',
+  latency_ms: 'float8[]',
+  ttft_ms: 'float8[]',
+  api_key_id: 'text[]',
+  workspace: 'text[]',
+  config_id: 'text[]',
+  target_path: 'text[]',
+  provider: 'text[]',
+  model: 'text[]',
+  metadata: 'jsonb[]',
+  metadata_flat: 'jsonb[]',
+  prompt_tokens: 'int8[]',
+  completion_tokens: 'int8[]',
+  total_tokens: 'int8[]',
+  cache_status: 'text[]',
+  retries: 'int[]',
+  guardrail_verdict: 'text[]',
+  error_code: 'text[]',
+  cached_tokens: 'int8[]',
+  reasoning_tokens: 'int8[]',
+  usage_estimated: 'int[]',
+  cost_usd: 'float8[]',
+  otel_trace_id: 'text[]',
+};
+
+const POSTGRES_TYPES = { integer: 'bigint', real: 'float8', text: 'text' } as const;
+const POSTGRES_INDEXES = ['started', 'trace', 'provider_model', 'metadata'] as const;
+
+// started_at is timestamptz so operators can query it with plain SQL; metadata and
+// metadata_flat are jsonb, the latter GIN-indexed so several metadata filters are one
+// containment test (`metadata_flat @> '{"user":"u1","env":"prod"}'`).
+const POSTGRES: Dialect = {
+  defaultTable: 'aigateway_request_logs',
+  syntax: {
+    dialect: 'postgres',
+    placeholder: (index) => `$${index}`,
+    bindTime: (ms, params) => `${params.bind(new Date(ms).toISOString())}::timestamptz`,
+    metadataMatches: (pairs, params) => `metadata_flat @> ${params.bind(JSON.stringify(pairs))}::jsonb`,
+    metadataValue: (key, params) => `(metadata_flat ->> ${params.bind(key)}::text)`,
+  },
+  // A float8 holds every ms instant exactly.
+  selectList: LOG_COLUMNS.map((column) => (column === 'started_at' ? `(EXTRACT(EPOCH FROM started_at) * 1000)::float8 AS started_at` : column)).join(', '),
+  bindTime: (ms) => new Date(ms).toISOString(),
+  async insert(driver, table, rows) {
+    // One statement a batch: each column as an array, unnested into rows.
+    const columns = LOG_COLUMNS.map((column) => rows.map((row) => (column === 'started_at' ? new Date(row.started_at as number).toISOString() : row[column])));
+    const unnest = LOG_COLUMNS.map((column, index) => `$${index + 1}::${ARRAY_TYPES[column]}`).join(', ');
+    await driver.query(`INSERT INTO ${table} (${LOG_COLUMNS.join(', ')}) SELECT * FROM unnest(${unnest}) ON CONFLICT (id) DO NOTHING`, columns as SqlValue[]);
+  },
+  async createSchema(driver, table) {
+    const base = table.replace('.', '_');
+    const schema = table.includes('.') ? `${table.split('.')[0]}.` : '';
+    const indexes = POSTGRES_INDEXES.map((suffix) => `${schema}${base}_${suffix}`);
+    // With everything in place no DDL runs: ALTER TABLE and CREATE INDEX lock the table even
+    // when there is nothing to do, and a replica starting beside busy ones would wait on (or
+    // deadlock with) their writes. This check is a catalog read.
+    const [present] = await driver.query(
+      `SELECT (SELECT array_agg(attname::text) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns,
+              (SELECT count(*)::int FROM json_array_elements_text($2::json) AS name WHERE to_regclass(name) IS NOT NULL) AS indexes`,
+      [table, JSON.stringify(indexes)],
+    );
+    const columns = new Set((present?.['columns'] as string[] | null) ?? []);
+    if (present?.['indexes'] === indexes.length && ADDED_COLUMNS.every(([column]) => columns.has(column))) return;
+    await driver.transaction(async (tx) => {
+      // Replicas starting together would race on CREATE … IF NOT EXISTS; one at a time.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`aigateway:${table}`]);
+      await tx.query(`
+        CREATE TABLE IF NOT EXISTS ${table} (
+          id text COLLATE "C" NOT NULL PRIMARY KEY,
+          trace_id text NOT NULL,
+          started_at timestamptz NOT NULL,
+          method text NOT NULL,
+          route text NOT NULL,
+          status int NOT NULL,
+          latency_ms float8 NOT NULL,
+          ttft_ms float8,
+          api_key_id text,
+          workspace text,
+          config_id text,
+          target_path text,
+          provider text,
+          model text,
+          metadata jsonb,
+          metadata_flat jsonb,
+          prompt_tokens bigint,
+          completion_tokens bigint,
+          total_tokens bigint,
+          cache_status text,
+          retries int NOT NULL,
+          guardrail_verdict text,
+          error_code text
+        )`);
+      for (const [column, type] of ADDED_COLUMNS) {
+        await tx.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${POSTGRES_TYPES[type]}`);
+      }
+      await tx.query(`CREATE INDEX IF NOT EXISTS ${base}_started ON ${table} (started_at, id)`);
+      await tx.query(`CREATE INDEX IF NOT EXISTS ${base}_trace ON ${table} (trace_id)`);
+      await tx.query(`CREATE INDEX IF NOT EXISTS ${base}_provider_model ON ${table} (provider, model, started_at)`);
+      await tx.query(`CREATE INDEX IF NOT EXISTS ${base}_metadata ON ${table} USING gin (metadata_flat jsonb_path_ops)`);
+    });
+  },
+};
+
+const DIALECTS: Record<SqlDialect, Dialect> = { sqlite: SQLITE, postgres: POSTGRES };
+
+export class SqlLogStore implements RequestLogStore {
+  readonly #driver: SqlDriver;
+  readonly #dialect: Dialect;
+  readonly #table: string;
+  #closed = false;
+
+  private constructor(driver: SqlDriver, table: string) {
+    this.#driver = driver;
+    this.#dialect = DIALECTS[driver.dialect];
+    this.#table = table;
+  }
+
+  /**
+   * Creates the table and indexes when missing, on `driver`, which the store then owns
+   * (closed with it, or at once when opening fails).
+   */
+  static async open(driver: SqlDriver, options: SqlLogStoreOptions = {}): Promise<SqlLogStore> {
+    const table = options.table ?? DIALECTS[driver.dialect].defaultTable;
+    try {
+      if (!IDENTIFIER.test(table)) throw new RangeError(`invalid request log table name "${table}"`);
+      await DIALECTS[driver.dialect].createSchema(driver, table);
+    } catch (error) {
+      await driver.close().catch(() => undefined);
+      throw error;
+    }
+    return new SqlLogStore(driver, table);
+  }
+
+  async insertMany(records: readonly RequestRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    await this.#dialect.insert(this.#open(), this.#table, records.map(rowOf));
+  }
+
+  async query(filter: LogFilter, after: string | undefined, limit: number): Promise<LogPage> {
+    const driver = this.#open();
+    let cursor: { startedAt: number; id: string } | undefined;
+    if (after !== undefined) {
+      const [row] = await driver.query(`SELECT ${this.#dialect.selectList} FROM ${this.#table} WHERE id = $1`, [after]);
+      if (row === undefined) throw new RequestLogCursorError(after);
+      cursor = { startedAt: num(row['started_at']), id: after };
+    }
+    const statement = pageStatement(this.#table, this.#dialect.selectList, filter, cursor, limit, this.#dialect.syntax);
+    const rows = await driver.query(statement.sql, statement.values as SqlValue[]);
+    const records = rows.slice(0, limit).map(recordFromRow);
+    const hasMore = rows.length > limit;
+    return { records, hasMore, nextCursor: hasMore ? records.at(-1)?.id : undefined };
+  }
+
+  async get(id: string): Promise<RequestRecord | undefined> {
+    const [row] = await this.#open().query(`SELECT ${this.#dialect.selectList} FROM ${this.#table} WHERE id = $1`, [id]);
+    return row === undefined ? undefined : recordFromRow(row);
+  }
+
+  async summary(filter: LogFilter, groupBy: SummaryGroupBy | undefined): Promise<AnalyticsSummary> {
+    const driver = this.#open();
+    const run = async (by: SummaryGroupBy | undefined): Promise<SummaryRow[]> => {
+      const statement = summaryStatement(this.#table, filter, by, this.#dialect.syntax);
+      return (await driver.query(statement.sql, statement.values as SqlValue[])) as SummaryRow[];
+    };
+    const [totalRows, groupRows] = await Promise.all([run(undefined), groupBy === undefined ? [] : run(groupBy)]);
+    const totalRow = totalRows[0];
+    const total = totalRow === undefined ? EMPTY_STATS : statsFromRow(totalRow);
+    const groups = groupRows.slice(0, MAX_SUMMARY_GROUPS).map((row) => ({
+      key: row.group_key === null || row.group_key === undefined ? null : String(row.group_key),
+      ...statsFromRow(row),
+    }));
+    return { total, groups, hasMoreGroups: groupRows.length > MAX_SUMMARY_GROUPS };
+  }
+
+  /** Deletes in chunks, each its own statement, so no retention pass holds a long transaction. */
+  async deleteOlderThan(cutoffMs: number): Promise<number> {
+    const driver = this.#open();
+    let deleted = 0;
+    for (;;) {
+      const rows = await driver.query(
+        `DELETE FROM ${this.#table} WHERE id IN (SELECT id FROM ${this.#table} WHERE started_at < $1 LIMIT ${DELETE_CHUNK}) RETURNING 1 AS gone`,
+        [this.#dialect.bindTime(cutoffMs)],
+      );
+      deleted += rows.length;
+      if (rows.length < DELETE_CHUNK) return deleted;
+    }
+  }
+
+  /** Closes the driver (a PostgreSQL driver gives back its lease of the shared pool). Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#driver.close();
+  }
+
+  #open(): SqlDriver {
+    if (this.#closed) throw new Error('request log store closed');
+    return this.#driver;
+  }
+}

@@ -1,6 +1,5 @@
-import { Transform, type TransformCallback } from 'node:stream';
 import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
-import { SseFrameSplitter } from '../providers/sse-parser.ts';
+import { SseFrame, type SseEventTranslation } from '../providers/sse-parser.ts';
 
 // OpenAI chat completion (plain or streamed) → Anthropic Message (plain or the named SSE
 // events message_start … message_stop), for OpenAI-format targets behind /v1/messages.
@@ -108,8 +107,8 @@ export function anthropicErrorBody(type: string, message: string): { type: 'erro
   return { type: 'error', error: { type, message } };
 }
 
-function sse(event: string, payload: Json): string {
-  return `event: ${event}\ndata: ${JSON.stringify(payload)}\n\n`;
+function named(event: string, payload: Json): SseFrame {
+  return SseFrame.named(event, JSON.stringify(payload), payload);
 }
 
 interface OpenBlock {
@@ -120,12 +119,12 @@ interface OpenBlock {
 }
 
 /**
- * OpenAI chat SSE in, Anthropic Messages SSE out. Content blocks open and close in order
- * (text, then each tool call); the usage chunk OpenAI sends last fills message_delta. A
- * stream that ends without a finish_reason ends with an `error` event, as Anthropic's do.
+ * OpenAI chat frames in, Anthropic Messages frames out: a step of the one frame pipeline (the
+ * chat frames' JSON is the one parse). Content blocks open and close in order (text, then
+ * each tool call); the usage chunk OpenAI sends last fills message_delta. A stream that ends
+ * without a finish_reason ends with an `error` event, as Anthropic's do.
  */
-export class ChatToMessagesStream extends Transform {
-  readonly #frames = new SseFrameSplitter();
+export class ChatToMessagesStream implements SseEventTranslation {
   readonly #request: Json;
   #started = false;
   #ended = false;
@@ -136,71 +135,50 @@ export class ChatToMessagesStream extends Transform {
   #usage: MessagesUsage = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
 
   constructor(request: Json) {
-    super();
     this.#request = request;
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#run(() => this.#frames.push(chunk), callback, false);
-  }
-
-  override _flush(callback: TransformCallback): void {
-    this.#run(() => this.#frames.end(), callback, true);
-  }
-
-  #run(read: () => ReturnType<SseFrameSplitter['push']>, callback: TransformCallback, last: boolean): void {
-    let out = '';
-    try {
-      for (const frame of read()) {
-        if (!frame.dispatch || this.#ended) continue;
-        out += this.#frame(frame.data);
-      }
-      if (last && !this.#ended) out += this.#finish();
-    } catch (error) {
-      callback(error as Error);
+  event(frame: SseFrame, out: SseFrame[]): void {
+    if (this.#ended || !frame.dispatch) return;
+    if (frame.data.trim() === '[DONE]') {
+      this.#finish(out);
       return;
     }
-    callback(null, out === '' ? undefined : out);
-  }
-
-  #frame(data: string): string {
-    if (data.trim() === '[DONE]') return this.#finish();
-    let payload: unknown;
-    try {
-      payload = JSON.parse(data);
-    } catch {
-      return '';
-    }
-    if (!isRecord(payload)) return '';
+    const payload = frame.json;
+    if (!isRecord(payload)) return;
     if (isRecord(payload['error'])) {
       this.#ended = true;
       const message = String(payload['error']['message'] ?? 'The provider reported an error.');
-      return sse('error', anthropicErrorBody('api_error', message));
+      out.push(named('error', anthropicErrorBody('api_error', message)));
+      return;
     }
-    let out = this.#start(payload);
+    this.#start(payload, out);
     if (isRecord(payload['usage'])) this.#usage = messagesUsageOf(payload['usage']);
     const choices = Array.isArray(payload['choices']) ? payload['choices'] : [];
     const choice = isRecord(choices[0]) ? choices[0] : undefined;
-    if (choice === undefined) return out;
+    if (choice === undefined) return;
     const delta = isRecord(choice['delta']) ? choice['delta'] : {};
     const reasoning = delta['reasoning_content'];
     if (typeof reasoning === 'string' && reasoning !== '') {
-      out += this.#ensure('thinking');
-      out += sse('content_block_delta', { type: 'content_block_delta', index: this.#open?.index, delta: { type: 'thinking_delta', thinking: reasoning } });
+      this.#ensure('thinking', out);
+      out.push(named('content_block_delta', { type: 'content_block_delta', index: this.#open?.index, delta: { type: 'thinking_delta', thinking: reasoning } }));
     }
     const text = delta['content'];
     if (typeof text === 'string' && text !== '') {
-      out += this.#ensure('text');
-      out += sse('content_block_delta', { type: 'content_block_delta', index: this.#open?.index, delta: { type: 'text_delta', text } });
+      this.#ensure('text', out);
+      out.push(named('content_block_delta', { type: 'content_block_delta', index: this.#open?.index, delta: { type: 'text_delta', text } }));
     }
     const calls = Array.isArray(delta['tool_calls']) ? delta['tool_calls'] : [];
-    for (const call of calls) if (isRecord(call)) out += this.#toolCall(call);
+    for (const call of calls) if (isRecord(call)) this.#toolCall(call, out);
     if (typeof choice['finish_reason'] === 'string') this.#stopReason = stopReasonOf(choice['finish_reason']);
-    return out;
   }
 
-  #start(payload: Json): string {
-    if (this.#started) return '';
+  end(out: SseFrame[]): void {
+    this.#finish(out);
+  }
+
+  #start(payload: Json, out: SseFrame[]): void {
+    if (this.#started) return;
     this.#started = true;
     const message = {
       id: messageId(payload['id']),
@@ -212,56 +190,55 @@ export class ChatToMessagesStream extends Transform {
       stop_sequence: null,
       usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
     };
-    return sse('message_start', { type: 'message_start', message }) + sse('ping', { type: 'ping' });
+    out.push(named('message_start', { type: 'message_start', message }), named('ping', { type: 'ping' }));
   }
 
   /** Opens a block of `kind` unless one is open already. */
-  #ensure(kind: 'text' | 'thinking'): string {
-    if (this.#open?.kind === kind) return '';
-    const out = this.#close();
+  #ensure(kind: 'text' | 'thinking', out: SseFrame[]): void {
+    if (this.#open?.kind === kind) return;
+    this.#close(out);
     const index = this.#nextIndex++;
     this.#open = { index, kind };
     const block = kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' };
-    return out + sse('content_block_start', { type: 'content_block_start', index, content_block: block });
+    out.push(named('content_block_start', { type: 'content_block_start', index, content_block: block }));
   }
 
-  #toolCall(call: Json): string {
+  #toolCall(call: Json, out: SseFrame[]): void {
     const toolIndex = typeof call['index'] === 'number' ? call['index'] : 0;
     const fn = isRecord(call['function']) ? call['function'] : {};
-    let out = '';
     let index = this.#toolBlocks.get(toolIndex);
     if (index === undefined) {
-      out += this.#close();
+      this.#close(out);
       index = this.#nextIndex++;
       this.#toolBlocks.set(toolIndex, index);
       this.#open = { index, kind: 'tool_use', toolIndex };
       const block = { type: 'tool_use', id: String(call['id'] ?? `toolu_${index}`), name: String(fn['name'] ?? ''), input: {} };
-      out += sse('content_block_start', { type: 'content_block_start', index, content_block: block });
+      out.push(named('content_block_start', { type: 'content_block_start', index, content_block: block }));
     }
     const args = fn['arguments'];
     if (typeof args === 'string' && args !== '') {
-      out += sse('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: args } });
+      out.push(named('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: args } }));
     }
-    return out;
   }
 
-  #close(): string {
-    if (this.#open === undefined) return '';
+  #close(out: SseFrame[]): void {
+    if (this.#open === undefined) return;
     const { index } = this.#open;
     this.#open = undefined;
-    return sse('content_block_stop', { type: 'content_block_stop', index });
+    out.push(named('content_block_stop', { type: 'content_block_stop', index }));
   }
 
-  #finish(): string {
-    if (this.#ended) return '';
+  #finish(out: SseFrame[]): void {
+    if (this.#ended) return;
     this.#ended = true;
     if (this.#stopReason === null) {
-      return sse('error', anthropicErrorBody('api_error', 'The provider ended the stream before the answer was complete.'));
+      out.push(named('error', anthropicErrorBody('api_error', 'The provider ended the stream before the answer was complete.')));
+      return;
     }
-    return (
-      this.#close() +
-      sse('message_delta', { type: 'message_delta', delta: { stop_reason: this.#stopReason, stop_sequence: null }, usage: this.#usage }) +
-      sse('message_stop', { type: 'message_stop' })
+    this.#close(out);
+    out.push(
+      named('message_delta', { type: 'message_delta', delta: { stop_reason: this.#stopReason, stop_sequence: null }, usage: this.#usage }),
+      named('message_stop', { type: 'message_stop' }),
     );
   }
 }

@@ -1,11 +1,11 @@
-import { PassThrough, Transform, type TransformCallback } from 'node:stream';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError, type OpenAIErrorBody } from '../errors.ts';
 import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
 import type { PlanInput, ProviderAdapter, UpstreamRequestPlan } from '../providers/provider-adapter.ts';
 import { anthropicErrorBody, anthropicErrorType, ChatToMessagesStream, messageFromChatCompletion } from './chat-to-messages.ts';
 import { chatRequestFromMessages } from './messages-to-chat.ts';
-import { MessagesStreamTap, type MessagesStreamReader } from './messages-stream-reader.ts';
+import { messagesStreamTap, type MessagesStreamReader } from './messages-stream-reader.ts';
+import { SseFrameSplitter, translatedSource, type SseEventTranslation, type SseFrameSource } from '../providers/sse-parser.ts';
 
 // /v1/messages on any provider. A family with native Messages support for the request's
 // model (Anthropic; Claude on Bedrock and Vertex AI) gets the body as is and its answer is
@@ -57,10 +57,9 @@ function planMessages(inner: ProviderAdapter, input: PlanInput): UpstreamRequest
  */
 export function messagesRelayAdapter(inner: ProviderAdapter, request: Json, reader?: MessagesStreamReader): ProviderAdapter {
   const normaliseError = (status: number, text: string, provider: string): OpenAIErrorBody => anthropicError(inner, status, text, provider);
-  const tapped = (stream: Transform | undefined): Transform => {
-    if (reader === undefined) return stream ?? new PassThrough();
-    return stream === undefined ? new MessagesStreamTap(reader) : new ChainedTransform(stream, new MessagesStreamTap(reader));
-  };
+  // The client's Messages frames, read by `reader` as they pass: one split, one parse each.
+  const tapped = (source: SseFrameSource | undefined, ...steps: SseEventTranslation[]): SseFrameSource =>
+    translatedSource(source ?? new SseFrameSplitter(), ...steps, ...(reader === undefined ? [] : [messagesStreamTap(reader)]));
   if (native(inner, request)) {
     const hooks = inner.nativeMessages;
     const transform = hooks?.transformResponse;
@@ -68,7 +67,7 @@ export function messagesRelayAdapter(inner: ProviderAdapter, request: Json, read
       ...inner,
       normaliseError,
       transformResponse: transform === undefined ? undefined : (endpoint, body) => transform(endpoint, body),
-      createStreamTransform: (endpoint) => tapped(hooks?.createStreamTransform?.(endpoint)),
+      createStreamTranslator: (endpoint) => tapped(hooks?.createStreamTranslator?.(endpoint)),
     };
   }
   const chatRequest = chatRequestFromMessages(request);
@@ -81,10 +80,8 @@ export function messagesRelayAdapter(inner: ProviderAdapter, request: Json, read
       reader?.noteUsage(message['usage']);
       return message;
     },
-    createStreamTransform() {
-      const toMessages = new ChatToMessagesStream(request);
-      if (inner.createStreamTransform === undefined) return tapped(toMessages);
-      return tapped(new ChainedTransform(inner.createStreamTransform('chat.completions', chatRequest), toMessages));
+    createStreamTranslator() {
+      return tapped(inner.createStreamTranslator?.('chat.completions', chatRequest), new ChatToMessagesStream(request));
     },
   };
 }
@@ -111,40 +108,3 @@ function parseJson(text: string): unknown {
   }
 }
 
-/**
- * Two transforms as one: what is written goes through `first`, then `last`. Both are
- * translators whose output per chunk is small, so no backpressure is kept between them.
- */
-class ChainedTransform extends Transform {
-  readonly #first: Transform;
-  readonly #last: Transform;
-
-  constructor(first: Transform, last: Transform) {
-    super();
-    this.#first = first;
-    this.#last = last;
-    first.on('data', (chunk: Buffer) => last.write(chunk));
-    first.once('end', () => last.end());
-    last.on('data', (chunk: Buffer) => this.push(chunk));
-    const fail = (error: Error): void => {
-      this.destroy(error);
-    };
-    first.on('error', fail);
-    last.on('error', fail);
-  }
-
-  override _transform(chunk: Buffer, encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#first.write(chunk, encoding, () => callback());
-  }
-
-  override _flush(callback: TransformCallback): void {
-    this.#last.once('end', () => callback());
-    this.#first.end();
-  }
-
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.#first.destroy();
-    this.#last.destroy();
-    callback(error);
-  }
-}

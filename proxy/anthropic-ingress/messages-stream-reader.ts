@@ -1,11 +1,10 @@
-import { Transform, type TransformCallback } from 'node:stream';
 import { addAnthropicUsage, emptyUsageTotals, type AnthropicUsageTotals } from '../providers/anthropic/anthropic-response.ts';
 import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
-import { SseParser } from '../providers/sse-parser.ts';
+import type { SseEventTranslation, SseFrame } from '../providers/sse-parser.ts';
 
-// Reads Anthropic Messages SSE as it passes: the usage (input and cache tokens from
-// message_start, output from message_delta) for accounting, and — for output guardrails —
-// the assembled Message. Never changes a byte.
+// Reads Anthropic Messages frames as they pass (their JSON parsed once, shared with the other
+// stages): the usage (input and cache tokens from message_start, output from message_delta)
+// for accounting, and — for output guardrails — the assembled Message. Never changes a byte.
 
 type Json = Record<string, unknown>;
 
@@ -13,7 +12,6 @@ type Json = Record<string, unknown>;
 const MAX_ASSEMBLED_BYTES = 16 * 1024 * 1024;
 
 export class MessagesStreamReader {
-  readonly #parser = new SseParser();
   readonly #collect: boolean;
   readonly usage: AnthropicUsageTotals = emptyUsageTotals();
   #sawUsage = false;
@@ -31,12 +29,9 @@ export class MessagesStreamReader {
     return this.#sawUsage;
   }
 
-  push(chunk: Buffer | string): void {
-    for (const event of this.#parser.push(chunk)) this.#event(event.data);
-  }
-
-  end(): void {
-    for (const event of this.#parser.end()) this.#event(event.data);
+  /** Reads one frame of the stream. */
+  frame(frame: SseFrame): void {
+    this.#event(frame.json);
   }
 
   /** The streamed Message (text, thinking and tool_use blocks), or undefined for a broken stream. */
@@ -55,15 +50,8 @@ export class MessagesStreamReader {
     };
   }
 
-  #event(data: string): void {
-    if (data === '' || this.#failed) return;
-    let event: unknown;
-    try {
-      event = JSON.parse(data);
-    } catch {
-      return;
-    }
-    if (!isRecord(event)) return;
+  #event(event: unknown): void {
+    if (this.#failed || !isRecord(event)) return;
     switch (event['type']) {
       case 'message_start': {
         const message = isRecord(event['message']) ? event['message'] : {};
@@ -123,30 +111,16 @@ export class MessagesStreamReader {
   }
 }
 
-/** A pass-through that feeds every chunk to a reader. */
-export class MessagesStreamTap extends Transform {
-  readonly #reader: MessagesStreamReader;
-
-  constructor(reader: MessagesStreamReader) {
-    super();
-    this.#reader = reader;
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    try {
-      this.#reader.push(chunk);
-    } catch {
-      // Reading is best effort; the bytes pass regardless.
-    }
-    callback(null, chunk);
-  }
-
-  override _flush(callback: TransformCallback): void {
-    try {
-      this.#reader.end();
-    } catch {
-      // as above
-    }
-    callback();
-  }
+/** A pipeline step that shows every frame to a reader and passes it on unchanged. */
+export function messagesStreamTap(reader: MessagesStreamReader): SseEventTranslation {
+  return {
+    event(frame, out) {
+      try {
+        reader.frame(frame);
+      } catch {
+        // Reading is best effort; the frame passes regardless.
+      }
+      out.push(frame);
+    },
+  };
 }

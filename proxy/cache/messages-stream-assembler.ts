@@ -9,7 +9,7 @@
 // it), a stream over maxBytes — gives undefined, and the caller stores nothing. Events of
 // unknown types (and ping) are skipped, as Anthropic's SDKs skip them.
 
-import { parseEventData as parseJson, SseParser, type SseFrame } from '../providers/sse-parser.ts';
+import { parseEventData as parseJson, SseFrameSplitter, type SseFrame } from '../providers/sse-parser.ts';
 import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './response-cache-store.ts';
 
@@ -24,7 +24,7 @@ interface BlockState {
 
 export class MessagesStreamAssembler implements SseFrameStage {
   readonly #maxBytes: number;
-  readonly #parser = new SseParser();
+  readonly #splitter = new SseFrameSplitter();
   readonly #blocks = new Map<number, BlockState>();
   #message: Json | undefined;
   #usage: Json = {};
@@ -45,8 +45,16 @@ export class MessagesStreamAssembler implements SseFrameStage {
       this.#failed = true;
       return;
     }
-    for (const event of this.#parser.push(chunk)) {
-      this.#event(event.event, parseJson(event.data));
+    let frames: SseFrame[];
+    try {
+      frames = this.#splitter.push(chunk);
+    } catch {
+      this.#failed = true; // an event over the cap: nothing to cache
+      return;
+    }
+    for (const frame of frames) {
+      if (!frame.dispatch) continue;
+      this.#event(frame.event, parseJson(frame.data));
       if (this.#failed || this.#done) return;
     }
   }

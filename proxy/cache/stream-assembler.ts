@@ -18,7 +18,7 @@
 // the inverse.
 
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
-import { parseEventData as parseJson, SseParser, type SseFrame } from '../providers/sse-parser.ts';
+import { parseEventData as parseJson, SseFrameSplitter, type SseFrame } from '../providers/sse-parser.ts';
 import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './response-cache-store.ts';
 
@@ -59,7 +59,7 @@ const KNOWN_DELTA_FIELDS: ReadonlySet<string> = new Set(['role', 'content', 'ref
 export class StreamAssembler implements SseFrameStage {
   readonly #endpoint: InferenceEndpoint;
   readonly #maxBytes: number;
-  readonly #parser = new SseParser();
+  readonly #splitter = new SseFrameSplitter();
   readonly #envelope: Json = {};
   readonly #choices = new Map<number, ChoiceState>();
   #usage: unknown;
@@ -83,8 +83,16 @@ export class StreamAssembler implements SseFrameStage {
       this.#failed = true;
       return;
     }
-    for (const event of this.#parser.push(chunk)) {
-      this.#event(event.event, event.data, parseJson);
+    let frames: SseFrame[];
+    try {
+      frames = this.#splitter.push(chunk);
+    } catch {
+      this.#failed = true; // an event over the cap: nothing to cache
+      return;
+    }
+    for (const frame of frames) {
+      if (!frame.dispatch) continue;
+      this.#event(frame.event, frame.data, parseJson);
       if (this.#failed || this.#done) return;
     }
   }

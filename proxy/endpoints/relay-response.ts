@@ -211,20 +211,19 @@ function streamAnswer(reply: FastifyReply, input: RelayInput, released: Promise<
     stages.push(assembled);
   }
   let stream: Readable = upstream.body;
-  const translate = target.adapter.createStreamTransform;
-  const translated = translate !== undefined;
-  // One oversize event ends the stream before anything downstream buffers it: a
-  // translator's input is guarded; untranslated, the pipeline's splitter holds the same cap.
-  if ((translated || stages.length === 0) && /event-stream/i.test(String(upstream.headers['content-type'] ?? ''))) {
-    stream = chain(stream, new SseEventSizeGuard());
-  }
-  if (translate !== undefined) {
+  // A translator is the pipeline's source: the frames it builds are never split or parsed again.
+  const source = target.adapter.createStreamTranslator?.(endpoint, requestBody);
+  if (source !== undefined) {
     reply.removeHeader('content-length');
     reply.header('content-type', 'text/event-stream; charset=utf-8');
     reply.header('cache-control', 'no-cache');
-    stream = chain(stream, translate.call(target.adapter, endpoint, requestBody));
+    stream = chain(stream, new SseFramePipeline(stages, { source }));
+  } else if (stages.length > 0) {
+    stream = chain(stream, new SseFramePipeline(stages));
+  } else if (/event-stream/i.test(String(upstream.headers['content-type'] ?? ''))) {
+    // Relayed untouched: still, one oversize event ends the stream before anything buffers it.
+    stream = chain(stream, new SseEventSizeGuard());
   }
-  if (stages.length > 0) stream = chain(stream, new SseFramePipeline(stages));
   reply.removeHeader('content-length');
   return { stream: endWithErrorEvent(stream, input), assembled };
 }

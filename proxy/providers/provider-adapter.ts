@@ -1,10 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable, Transform } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { SavedProvider } from '../config/gateway-state.ts';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
 import type { OpenAIErrorBody } from '../errors.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
+import type { SseFrameSource } from './sse-parser.ts';
 
 // One interface for every provider family (DESIGN.md §3). The OpenAI family is the
 // identity: it forwards the client's bytes untouched. Other families translate bodies,
@@ -84,10 +85,12 @@ export interface ProviderAdapter {
   /** Response body transform (parsed JSON in, OpenAI-shaped JSON out); absent = bytes relayed unchanged. */
   transformResponse?(endpoint: InferenceEndpoint, body: unknown, request: Record<string, unknown>): unknown;
   /**
-   * Incremental stream transform: upstream bytes in (SSE or binary event-stream), OpenAI SSE
-   * bytes out, ending with `data: [DONE]` where OpenAI's stream does. Absent = passthrough.
+   * Incremental stream translation: upstream bytes in (SSE or binary event-stream), OpenAI
+   * SSE frames out, ending with `data: [DONE]` where OpenAI's stream does. It is the source of
+   * the relay's one frame pipeline, so the frames it builds are never split or parsed again.
+   * Absent = the upstream's SSE relayed as it is.
    */
-  createStreamTransform?(endpoint: InferenceEndpoint, request: Record<string, unknown>): Transform;
+  createStreamTranslator?(endpoint: InferenceEndpoint, request: Record<string, unknown>): SseFrameSource;
   /**
    * Forwarded routes (files, batches, fine-tuning, models…) in the provider's own form;
    * `undefined` declares that the family's API serves none of them, and forwarded requests
@@ -111,8 +114,8 @@ export interface NativeMessages {
   accepts(body: Record<string, unknown>): boolean;
   /** The answer in Anthropic's shape; absent = the provider's bytes relayed unchanged. */
   transformResponse?(endpoint: InferenceEndpoint, body: unknown): unknown;
-  /** Upstream stream → Anthropic's SSE events; absent = relayed unchanged. */
-  createStreamTransform?(endpoint: InferenceEndpoint): Transform;
+  /** Upstream stream → Anthropic's SSE frames; absent = relayed unchanged. */
+  createStreamTranslator?(endpoint: InferenceEndpoint): SseFrameSource;
 }
 
 /** Input to a family's option resolution. */

@@ -68,6 +68,11 @@ export class SseFrame implements SseEvent {
     return new SseFrame(`data: ${data}\n\n`, undefined, data, undefined, true, payload);
   }
 
+  /** A named event the gateway writes (Anthropic's Messages stream); `payload` is what `data` means, when known. */
+  static named(event: string, data: string, payload: unknown = UNPARSED): SseFrame {
+    return new SseFrame(`event: ${event}\ndata: ${data}\n\n`, event, data, undefined, true, payload);
+  }
+
   /** The data as JSON (parsed on first use, then shared), or NOT_JSON. Treat it as read-only. */
   get json(): unknown {
     if (this.#json === UNPARSED) this.#json = parseEventData(this.data);
@@ -212,41 +217,62 @@ export class SseFrameSplitter {
 }
 
 /**
- * Events only. Never throws on hostile input: an event over the cap becomes one `error`
- * event (OpenAI-shaped, which provider translators turn into the client's error event) and
- * everything after it is ignored.
+ * Where a stream's frames come from, as its bytes arrive: the splitter itself for SSE that
+ * is relayed as it is, or a provider's translator, which emits the client's frames (built
+ * from the objects it made, so no later stage parses them again).
  */
-export class SseParser {
-  readonly #frames: SseFrameSplitter;
-  readonly #max: number;
+export interface SseFrameSource {
+  push(chunk: Buffer | Uint8Array | string): SseFrame[];
+  /** The upstream ended: whatever is left. */
+  end(): SseFrame[];
+}
+
+/** How a translator turns one upstream event (and the end) into the client's frames. */
+export interface SseEventTranslation {
+  event(frame: SseFrame, out: SseFrame[]): void;
+  end?(out: SseFrame[]): void;
+}
+
+/**
+ * A translator over an SSE upstream: the one splitter reads its events (each parsed at most
+ * once, `frame.json`) and `translation` writes the client's frames. Never throws on hostile
+ * input: an event over the cap becomes one `error` event (OpenAI- and Anthropic-shaped, which
+ * translations turn into the client's error event) and everything after it is ignored.
+ */
+export class SseEventTranslator implements SseFrameSource {
+  readonly #splitter: SseFrameSplitter;
+  readonly #translation: SseEventTranslation;
   #failed = false;
 
-  constructor(options: { maxEventBytes?: number } = {}) {
-    this.#max = options.maxEventBytes ?? MAX_SSE_EVENT_BYTES;
-    this.#frames = new SseFrameSplitter({ maxEventBytes: this.#max });
+  constructor(translation: SseEventTranslation, options: { maxEventBytes?: number } = {}) {
+    this.#translation = translation;
+    this.#splitter = new SseFrameSplitter(options);
   }
 
-  /** Parses a chunk; returns the events it completed. */
-  push(chunk: Buffer | Uint8Array | string): SseEvent[] {
-    return this.#guard(() => this.#frames.push(chunk));
+  push(chunk: Buffer | Uint8Array | string): SseFrame[] {
+    return this.#translate(() => this.#splitter.push(chunk), false);
   }
 
-  /** Flushes a final event that was not followed by a blank line. */
-  end(): SseEvent[] {
-    return this.#guard(() => this.#frames.end());
+  end(): SseFrame[] {
+    return this.#translate(() => this.#splitter.end(), true);
   }
 
-  #guard(read: () => SseFrame[]): SseEvent[] {
-    if (this.#failed) return [];
-    try {
-      return read()
-        .filter((frame) => frame.dispatch)
-        .map(({ event, data, id }) => ({ event, data, id }));
-    } catch (error) {
-      if (!(error instanceof SseEventTooLargeError)) throw error;
-      this.#failed = true;
-      return [{ event: 'error', data: JSON.stringify(oversizeErrorBody(error)), id: undefined }];
+  #translate(read: () => SseFrame[], last: boolean): SseFrame[] {
+    const out: SseFrame[] = [];
+    if (!this.#failed) {
+      let frames: SseFrame[];
+      try {
+        frames = read();
+      } catch (error) {
+        if (!(error instanceof SseEventTooLargeError)) throw error;
+        this.#failed = true;
+        const body = oversizeErrorBody(error);
+        frames = [SseFrame.named('error', JSON.stringify(body), body)];
+      }
+      for (const frame of frames) if (frame.dispatch) this.#translation.event(frame, out);
     }
+    if (last) this.#translation.end?.(out);
+    return out;
   }
 }
 
@@ -300,9 +326,27 @@ export class SseEventSizeGuard extends Transform {
   }
 }
 
-/** One OpenAI-style SSE frame. */
-export function sseFrame(payload: unknown): string {
-  return `data: ${JSON.stringify(payload)}\n\n`;
+/**
+ * `source`'s frames through translation steps, in order (the Messages ingress: a provider's
+ * chat frames → Anthropic frames → the usage reader). Each step sees every frame, keep-alives
+ * included, and decides what goes on.
+ */
+export function translatedSource(source: SseFrameSource, ...steps: SseEventTranslation[]): SseFrameSource {
+  const through = (frames: SseFrame[], last: boolean): SseFrame[] => {
+    let current = frames;
+    for (const step of steps) {
+      const out: SseFrame[] = [];
+      for (const frame of current) step.event(frame, out);
+      if (last) step.end?.(out);
+      current = out;
+    }
+    return current;
+  };
+  return { push: (chunk) => through(source.push(chunk), false), end: () => through(source.end(), true) };
 }
 
+
 export const SSE_DONE = 'data: [DONE]\n\n';
+
+/** `data: [DONE]`, the end of an OpenAI stream. */
+export const DONE_FRAME = new SseFrame(SSE_DONE, undefined, '[DONE]', undefined, true, NOT_JSON);

@@ -1,5 +1,5 @@
 import { NOT_JSON, type SseFrame } from '../providers/sse-parser.ts';
-import { SseFramePipeline, type SseFrameStage } from '../streams/sse-frame-pipeline.ts';
+import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 
 // Reads the provider's token usage from an answer on its way to the client, without
 // holding it back: a stage of the stream's frame pipeline, each frame forwarded as soon as
@@ -127,11 +127,4 @@ const COMPACT_USAGE_NULL = ',"usage":null';
 
 function cut(text: string, at: number): string {
   return text.slice(0, at) + text.slice(at + COMPACT_USAGE_NULL.length);
-}
-
-/** The usage stage alone, as a stream (bytes in, frames out). */
-export class SseUsageTap extends SseFramePipeline {
-  constructor(strip: boolean, sink: UsageTapSink) {
-    super([new UsageStage(strip, sink)]);
-  }
 }

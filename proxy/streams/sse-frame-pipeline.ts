@@ -1,7 +1,8 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { SseFrameSplitter, type SseFrame } from '../providers/sse-parser.ts';
+import { SseFrameSplitter, type SseFrame, type SseFrameSource } from '../providers/sse-parser.ts';
 
-// A streamed answer is split into SSE frames once, here; the frames then pass through the
+// A streamed answer becomes SSE frames once, here — split from the upstream's SSE, or built by
+// a provider's translator (the source) from the objects it made; the frames then pass through the
 // stages in order (guardrail tail, cache assembler, usage tap…) and what the last stage
 // passes on is written to the client. Stages share the frame objects, so an event's JSON
 // is parsed at most once (SseFrame.json), and not at all when no stage reads it. A frame
@@ -18,26 +19,27 @@ export interface SseFrameStage {
 }
 
 /**
- * The one splitter and its stages, as a stream: bytes in, the client's text out. An event
- * over the splitter's cap fails the stream with SseEventTooLargeError.
+ * The frame source (the one splitter unless a translator is given) and the stages, as a
+ * stream: bytes in, the client's text out. An event over the splitter's cap fails the stream
+ * with SseEventTooLargeError.
  */
 export class SseFramePipeline extends Transform {
-  readonly #splitter: SseFrameSplitter;
+  readonly #source: SseFrameSource;
   readonly #stages: readonly SseFrameStage[];
 
-  constructor(stages: readonly SseFrameStage[], options: { maxEventBytes?: number } = {}) {
+  constructor(stages: readonly SseFrameStage[], options: { maxEventBytes?: number; source?: SseFrameSource } = {}) {
     super();
     this.#stages = stages;
-    this.#splitter = new SseFrameSplitter(options);
+    this.#source = options.source ?? new SseFrameSplitter(options);
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#run(() => this.#splitter.push(chunk), callback);
+    this.#run(() => this.#source.push(chunk), callback);
   }
 
   override _flush(callback: TransformCallback): void {
     this.#run(
-      () => this.#splitter.end(),
+      () => this.#source.end(),
       (error, out) => {
         if (error === null || error === undefined) for (const stage of this.#stages) stage.end?.();
         callback(error, out);

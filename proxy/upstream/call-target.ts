@@ -95,7 +95,7 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
       return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: undefined };
     }
     const eventStream = /event-stream/i.test(String(response.headers['content-type'] ?? ''));
-    if (body['stream'] === true && (eventStream || target.adapter.createStreamTransform !== undefined)) {
+    if (body['stream'] === true && (eventStream || target.adapter.createStreamTranslator !== undefined)) {
       // Nothing is sent to the client before the first chunk: a stream that breaks before it
       // is still a failure the strategy can retry or fall back from.
       await firstChunk(response.body);

@@ -1,7 +1,7 @@
 import { GatewayError } from '../../errors.ts';
 import { toAnthropicRequest } from './anthropic-request.ts';
 import { fromAnthropicMessage, normaliseAnthropicError } from './anthropic-response.ts';
-import { createAnthropicStreamTransform } from './anthropic-stream.ts';
+import { createAnthropicStreamTranslator } from './anthropic-stream.ts';
 import { ANTHROPIC_VERSION, betaList, clientAnthropicHeaders } from './anthropic-wire.ts';
 import { forwardedUrl } from '../openai/openai-adapter.ts';
 import type {
@@ -55,7 +55,7 @@ export const anthropicAdapter: ProviderAdapter = {
     };
   },
   transformResponse: (_endpoint, body, request) => fromAnthropicMessage(body, request),
-  createStreamTransform: (_endpoint, request) => createAnthropicStreamTransform(request),
+  createStreamTranslator: (_endpoint, request) => createAnthropicStreamTranslator(request),
   // Of the forwarded routes, Anthropic serves only its model list (files, batches and
   // fine-tuning have no OpenAI form there).
   forward: forwardAnthropicModels,

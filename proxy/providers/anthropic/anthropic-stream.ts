@@ -1,11 +1,11 @@
-import { Transform } from 'node:stream';
 import { addAnthropicUsage, anthropicErrorBody, emptyUsageTotals, finishReasonOf, openAIUsageOf } from './anthropic-response.ts';
 import { isRecord } from './anthropic-wire.ts';
 import { chatCompletionChunk, nowSeconds, type ChatChunkDelta } from '../openai/openai-shapes.ts';
-import { SSE_DONE, SseParser, sseFrame, type SseEvent } from '../sse-parser.ts';
+import { DONE_FRAME, SseEventTranslator, SseFrame, type SseFrameSource } from '../sse-parser.ts';
 
-// Anthropic's Messages stream (named SSE events) → OpenAI chat.completion.chunk SSE,
-// event by event as bytes arrive; nothing is buffered beyond one incomplete SSE line.
+// Anthropic's Messages stream (named SSE events) → OpenAI chat.completion.chunk frames,
+// event by event as bytes arrive; nothing is buffered beyond one incomplete SSE line. Each
+// upstream event is parsed once (frame.json); the frames built here carry their JSON.
 //
 //   message_start                      → first chunk: { role: 'assistant', content: '' }
 //   content_block_start (tool_use)     → tool_calls[i] with id, name, arguments ''
@@ -16,8 +16,7 @@ import { SSE_DONE, SseParser, sseFrame, type SseEvent } from '../sse-parser.ts';
 //   error                              → data: {"error":{…}} and the stream ends (no [DONE])
 //   ping, content_block_stop, thinking deltas → nothing
 
-export function createAnthropicStreamTransform(request: Record<string, unknown>, provider = 'anthropic'): Transform {
-  const parser = new SseParser();
+export function createAnthropicStreamTranslator(request: Record<string, unknown>, provider = 'anthropic'): SseFrameSource {
   const streamOptions = request['stream_options'];
   const includeUsage = isRecord(streamOptions) && streamOptions['include_usage'] === true;
   const created = nowSeconds();
@@ -28,17 +27,13 @@ export function createAnthropicStreamTransform(request: Record<string, unknown>,
   let model = String(request['model']);
   let finished = false;
 
-  const chunk = (delta: ChatChunkDelta | undefined, finishReason: string | null = null): string =>
-    sseFrame(chatCompletionChunk(id, model, created, delta, finishReason));
+  const chunk = (delta: ChatChunkDelta | undefined, finishReason: string | null = null): SseFrame[] => [
+    SseFrame.of(chatCompletionChunk(id, model, created, delta, finishReason)),
+  ];
 
-  function translate(event: SseEvent): string {
-    let data: unknown;
-    try {
-      data = JSON.parse(event.data);
-    } catch {
-      return ''; // not JSON: nothing a chat client could use
-    }
-    if (!isRecord(data)) return '';
+  function translate(event: SseFrame): SseFrame[] {
+    const data = event.json;
+    if (!isRecord(data)) return []; // not JSON: nothing a chat client could use
     switch (event.event ?? data['type']) {
       case 'message_start': {
         const message = data['message'];
@@ -57,35 +52,33 @@ export function createAnthropicStreamTransform(request: Record<string, unknown>,
         addAnthropicUsage(usage, data['usage']);
         const delta = data['delta'];
         const reason = isRecord(delta) ? finishReasonOf(delta['stop_reason']) : null;
-        return reason === null ? '' : chunk({}, reason);
+        return reason === null ? [] : chunk({}, reason);
       }
       case 'message_stop': {
         finished = true;
-        const usageChunk = includeUsage
-          ? sseFrame(chatCompletionChunk(id, model, created, undefined, null, openAIUsageOf(usage)))
-          : '';
-        return usageChunk + SSE_DONE;
+        const usageChunk = includeUsage ? [SseFrame.of(chatCompletionChunk(id, model, created, undefined, null, openAIUsageOf(usage)))] : [];
+        return [...usageChunk, DONE_FRAME];
       }
       case 'error': {
         finished = true;
         const body = anthropicErrorBody(data['error'], provider) ?? {
           error: { message: 'anthropic stream failed', type: 'api_error', param: null, code: null, provider },
         };
-        return sseFrame(body);
+        return [SseFrame.of(body)];
       }
       default:
-        return '';
+        return [];
     }
   }
 
-  function blockStart(data: Record<string, unknown>): string {
+  function blockStart(data: Record<string, unknown>): SseFrame[] {
     const block = data['content_block'];
     const index = data['index'];
-    if (!isRecord(block) || typeof index !== 'number') return '';
+    if (!isRecord(block) || typeof index !== 'number') return [];
     if (block['type'] === 'text' && typeof block['text'] === 'string' && block['text'] !== '') {
       return chunk({ content: block['text'] });
     }
-    if (block['type'] !== 'tool_use') return '';
+    if (block['type'] !== 'tool_use') return [];
     const toolIndex = toolIndexByBlock.size;
     toolIndexByBlock.set(index, toolIndex);
     return chunk({
@@ -95,35 +88,21 @@ export function createAnthropicStreamTransform(request: Record<string, unknown>,
     });
   }
 
-  function blockDelta(data: Record<string, unknown>): string {
+  function blockDelta(data: Record<string, unknown>): SseFrame[] {
     const delta = data['delta'];
-    if (!isRecord(delta)) return '';
+    if (!isRecord(delta)) return [];
     if (delta['type'] === 'text_delta' && typeof delta['text'] === 'string') return chunk({ content: delta['text'] });
     if (delta['type'] !== 'input_json_delta' || typeof delta['partial_json'] !== 'string' || delta['partial_json'] === '') {
-      return '';
+      return [];
     }
     const toolIndex = typeof data['index'] === 'number' ? toolIndexByBlock.get(data['index']) : undefined;
-    if (toolIndex === undefined) return '';
+    if (toolIndex === undefined) return [];
     return chunk({ tool_calls: [{ index: toolIndex, function: { arguments: delta['partial_json'] } }] });
   }
 
-  function emit(stream: Transform, events: SseEvent[]): void {
-    let out = '';
-    for (const event of events) {
-      if (finished) break;
-      out += translate(event);
-    }
-    if (out !== '') stream.push(out);
-  }
-
-  return new Transform({
-    transform(piece: Buffer, _encoding, callback) {
-      if (!finished) emit(this, parser.push(piece));
-      callback();
-    },
-    flush(callback) {
-      if (!finished) emit(this, parser.end());
-      callback();
+  return new SseEventTranslator({
+    event(frame, out) {
+      if (!finished) out.push(...translate(frame));
     },
   });
 }

@@ -1,11 +1,11 @@
 import { GatewayError } from '../../errors.ts';
 import { converseRequest } from './bedrock-converse-request.ts';
 import { chatCompletionFromConverse, normaliseBedrockError } from './bedrock-converse-response.ts';
-import { ConverseStreamTransform } from './bedrock-converse-stream.ts';
+import { ConverseStreamTranslator } from './bedrock-converse-stream.ts';
 import { bedrockEmbeddingsRequest, embeddingsFromBedrock } from './bedrock-embeddings.ts';
 import { bedrockOptionsOf, resolveBedrockOptions } from './bedrock-options.ts';
 import { signBedrockRequest } from './bedrock-signing.ts';
-import { BedrockInvokeStream, bedrockInvokeAnswer, bedrockInvokeBody, bedrockInvokePath, isBedrockClaude } from './bedrock-invoke-claude.ts';
+import { BedrockInvokeTranslator, bedrockInvokeAnswer, bedrockInvokeBody, bedrockInvokePath, isBedrockClaude } from './bedrock-invoke-claude.ts';
 import type { PlanInput, ProviderAdapter, ProviderFamily, UpstreamRequestPlan } from '../provider-adapter.ts';
 
 // AWS Bedrock (`bedrock`, the spec's cloudC), on the bedrock-runtime API:
@@ -59,7 +59,7 @@ export const bedrockAdapter: ProviderAdapter = {
   transformResponse(endpoint, response, request) {
     return endpoint === 'embeddings' ? embeddingsFromBedrock(response, request) : chatCompletionFromConverse(response, request);
   },
-  createStreamTransform: (_endpoint, request) => new ConverseStreamTransform(request),
+  createStreamTranslator: (_endpoint, request) => new ConverseStreamTranslator(request),
   // Its API has no OpenAI-form files, batches or fine-tuning routes to forward to.
   forward: undefined,
   normaliseError: normaliseBedrockError,
@@ -67,7 +67,7 @@ export const bedrockAdapter: ProviderAdapter = {
   nativeMessages: {
     accepts: (body) => isBedrockClaude(body['model']),
     transformResponse: bedrockInvokeAnswer,
-    createStreamTransform: () => new BedrockInvokeStream(),
+    createStreamTranslator: () => new BedrockInvokeTranslator(),
   },
 };
 

@@ -1,12 +1,11 @@
-import { Transform, type TransformCallback } from 'node:stream';
 import { bedrockCompletionId, converseUsage, finishReasonOfStop, streamExceptionBody } from './bedrock-converse-response.ts';
 import { EventStreamDecoder, type EventStreamMessage } from './bedrock-event-stream.ts';
 import { chatCompletionChunk, nowSeconds, type ChatChunkDelta, type ChatUsage } from '../openai/openai-shapes.ts';
-import { SSE_DONE, sseFrame } from '../sse-parser.ts';
+import { DONE_FRAME, SseFrame, type SseFrameSource } from '../sse-parser.ts';
 import { EventStreamFramingError, type OpenAIErrorBody } from '../../errors.ts';
 
-// ConverseStream (AWS binary event-stream) → OpenAI chat.completion.chunk SSE, message by
-// message as bytes arrive:
+// ConverseStream (AWS binary event-stream) → OpenAI chat.completion.chunk frames, message by
+// message as bytes arrive (the source of the relay's frame pipeline):
 //
 //   messageStart                         → first chunk { role: 'assistant', content: '' }
 //   contentBlockStart (toolUse)          → tool_calls[i] with id, name, arguments ''
@@ -21,7 +20,7 @@ import { EventStreamFramingError, type OpenAIErrorBody } from '../../errors.ts';
 type Json = Record<string, unknown>;
 const PROVIDER = 'bedrock';
 
-export class ConverseStreamTransform extends Transform {
+export class ConverseStreamTranslator implements SseFrameSource {
   readonly #decoder = new EventStreamDecoder();
   readonly #model: string;
   readonly #includeUsage: boolean;
@@ -34,54 +33,44 @@ export class ConverseStreamTransform extends Transform {
   #ended = false;
 
   constructor(request: Json) {
-    super();
     this.#model = typeof request['model'] === 'string' ? request['model'] : '';
     const options = request['stream_options'];
     this.#includeUsage = typeof options === 'object' && options !== null && (options as Json)['include_usage'] === true;
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    if (this.#ended) {
-      callback();
-      return;
-    }
+  push(chunk: Buffer | Uint8Array | string): SseFrame[] {
+    if (this.#ended) return [];
     let messages: EventStreamMessage[];
     try {
-      messages = this.#decoder.push(chunk);
+      messages = this.#decoder.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
     } catch (error) {
-      this.#fail(framingError(error));
-      callback();
-      return;
+      return this.#fail(framingError(error));
     }
-    let out = '';
+    const out: SseFrame[] = [];
     for (const message of messages) {
       if (this.#ended) break;
-      out += this.#translate(message);
+      out.push(...this.#translate(message));
     }
-    if (out !== '') this.push(out);
-    callback();
+    return out;
   }
 
-  override _flush(callback: TransformCallback): void {
-    if (!this.#ended) {
-      if (this.#decoder.pendingBytes > 0) {
-        this.#fail(framingError(new EventStreamFramingError('bedrock stream ended inside an event-stream message')));
-      } else {
-        this.push(SSE_DONE);
-      }
+  end(): SseFrame[] {
+    if (this.#ended) return [];
+    if (this.#decoder.pendingBytes > 0) {
+      return this.#fail(framingError(new EventStreamFramingError('bedrock stream ended inside an event-stream message')));
     }
-    callback();
+    return [DONE_FRAME];
   }
 
-  #translate(message: EventStreamMessage): string {
+  #translate(message: EventStreamMessage): SseFrame[] {
     const messageType = message.headers[':message-type'];
     const payload = parseJson(message.payload);
     if (messageType === 'exception' || messageType === 'error') {
       const type = message.headers[':exception-type'] ?? message.headers[':error-code'] ?? 'internalServerException';
       this.#ended = true;
-      return sseFrame(streamExceptionBody(type, payload ?? { message: message.headers[':error-message'] }, PROVIDER));
+      return [SseFrame.of(streamExceptionBody(type, payload ?? { message: message.headers[':error-message'] }, PROVIDER))];
     }
-    if (payload === undefined) return '';
+    if (payload === undefined) return [];
     switch (message.headers[':event-type']) {
       case 'messageStart':
         return this.#start();
@@ -90,57 +79,57 @@ export class ConverseStreamTransform extends Transform {
       case 'contentBlockDelta':
         return this.#blockDelta(payload);
       case 'messageStop':
-        return this.#start() + this.#chunk({}, finishReasonOfStop(payload['stopReason']));
+        return [...this.#start(), ...this.#chunk({}, finishReasonOfStop(payload['stopReason']))];
       case 'metadata': {
         this.#usage = converseUsage(payload['usage']) ?? this.#usage;
-        if (!this.#includeUsage || this.#usage === undefined) return '';
-        return sseFrame(chatCompletionChunk(this.#id, this.#model, this.#created, undefined, null, this.#usage));
+        if (!this.#includeUsage || this.#usage === undefined) return [];
+        return [SseFrame.of(chatCompletionChunk(this.#id, this.#model, this.#created, undefined, null, this.#usage))];
       }
       default:
-        return '';
+        return [];
     }
   }
 
   /** The role chunk, once (also when a stream skips messageStart). */
-  #start(): string {
-    if (this.#started) return '';
+  #start(): SseFrame[] {
+    if (this.#started) return [];
     this.#started = true;
     return this.#chunk({ role: 'assistant', content: '' });
   }
 
-  #blockStart(payload: Json): string {
+  #blockStart(payload: Json): SseFrame[] {
     const start = asRecord(payload['start']);
     const toolUse = asRecord(start?.['toolUse']);
     const block = payload['contentBlockIndex'];
     if (toolUse === undefined || typeof block !== 'number') return this.#start();
     const index = this.#toolIndexByBlock.size;
     this.#toolIndexByBlock.set(block, index);
-    return (
-      this.#start() +
-      this.#chunk({
+    return [
+      ...this.#start(),
+      ...this.#chunk({
         tool_calls: [{ index, id: String(toolUse['toolUseId']), type: 'function', function: { name: String(toolUse['name']), arguments: '' } }],
-      })
-    );
+      }),
+    ];
   }
 
-  #blockDelta(payload: Json): string {
+  #blockDelta(payload: Json): SseFrame[] {
     const delta = asRecord(payload['delta']);
-    if (delta === undefined) return '';
-    if (typeof delta['text'] === 'string') return delta['text'] === '' ? '' : this.#start() + this.#chunk({ content: delta['text'] });
+    if (delta === undefined) return [];
+    if (typeof delta['text'] === 'string') return delta['text'] === '' ? [] : [...this.#start(), ...this.#chunk({ content: delta['text'] })];
     const input = asRecord(delta['toolUse'])?.['input'];
     const block = payload['contentBlockIndex'];
     const index = typeof block === 'number' ? this.#toolIndexByBlock.get(block) : undefined;
-    if (typeof input !== 'string' || input === '' || index === undefined) return '';
+    if (typeof input !== 'string' || input === '' || index === undefined) return [];
     return this.#chunk({ tool_calls: [{ index, function: { arguments: input } }] });
   }
 
-  #chunk(delta: ChatChunkDelta, finishReason: string | null = null): string {
-    return sseFrame(chatCompletionChunk(this.#id, this.#model, this.#created, delta, finishReason));
+  #chunk(delta: ChatChunkDelta, finishReason: string | null = null): SseFrame[] {
+    return [SseFrame.of(chatCompletionChunk(this.#id, this.#model, this.#created, delta, finishReason))];
   }
 
-  #fail(body: OpenAIErrorBody): void {
+  #fail(body: OpenAIErrorBody): SseFrame[] {
     this.#ended = true;
-    this.push(sseFrame(body));
+    return [SseFrame.of(body)];
   }
 }
 

@@ -1,4 +1,4 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import { SseFrame, type SseFrameSource } from '../sse-parser.ts';
 import type { InferenceEndpoint } from '../../openai/inference-endpoint.ts';
 import { betaList, clientAnthropicHeaders, isRecord } from '../anthropic/anthropic-wire.ts';
 import { EventStreamDecoder, type EventStreamMessage } from './bedrock-event-stream.ts';
@@ -52,43 +52,38 @@ const EXCEPTION_TYPES: Readonly<Record<string, string>> = {
   modelTimeoutException: 'timeout_error',
 };
 
-function sse(event: string, data: string): string {
-  return `event: ${event}\ndata: ${data}\n\n`;
-}
-
-/** invoke-with-response-stream (binary event stream) → Anthropic's SSE events. */
-export class BedrockInvokeStream extends Transform {
+/** invoke-with-response-stream (binary event stream) → Anthropic's SSE frames, each event's JSON parsed once. */
+export class BedrockInvokeTranslator implements SseFrameSource {
   readonly #decoder = new EventStreamDecoder();
   #ended = false;
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    if (this.#ended) {
-      callback();
-      return;
-    }
-    let out = '';
+  push(chunk: Buffer | Uint8Array | string): SseFrame[] {
+    if (this.#ended) return [];
+    const out: SseFrame[] = [];
     try {
-      for (const message of this.#decoder.push(chunk)) {
-        out += this.#translate(message);
+      for (const message of this.#decoder.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk))) {
+        const frame = this.#translate(message);
+        if (frame !== undefined) out.push(frame);
         if (this.#ended) break;
       }
     } catch (error) {
-      out += this.#fail(error instanceof EventStreamFramingError ? error.message : 'the Bedrock stream could not be read');
+      out.push(this.#fail(error instanceof EventStreamFramingError ? error.message : 'the Bedrock stream could not be read'));
     }
-    callback(null, out === '' ? undefined : out);
+    return out;
   }
 
-  override _flush(callback: TransformCallback): void {
+  end(): SseFrame[] {
     const broken = !this.#ended && this.#decoder.pendingBytes > 0;
-    callback(null, broken ? this.#fail('the Bedrock stream ended inside an event-stream message') : undefined);
+    return broken ? [this.#fail('the Bedrock stream ended inside an event-stream message')] : [];
   }
 
-  #fail(message: string): string {
+  #fail(message: string): SseFrame {
     this.#ended = true;
-    return sse('error', JSON.stringify({ type: 'error', error: { type: 'api_error', message } }));
+    const body = { type: 'error', error: { type: 'api_error', message } };
+    return SseFrame.named('error', JSON.stringify(body), body);
   }
 
-  #translate(message: EventStreamMessage): string {
+  #translate(message: EventStreamMessage): SseFrame | undefined {
     const kind = message.headers[':message-type'];
     if (kind === 'exception' || kind === 'error') {
       const exception = message.headers[':exception-type'] ?? message.headers[':error-code'] ?? 'internalServerException';
@@ -96,15 +91,16 @@ export class BedrockInvokeStream extends Transform {
       const payload = parse(message.payload.toString('utf8'));
       if (isRecord(payload) && typeof payload['message'] === 'string') text = payload['message'];
       this.#ended = true;
-      return sse('error', JSON.stringify({ type: 'error', error: { type: EXCEPTION_TYPES[exception] ?? 'api_error', message: text } }));
+      const body = { type: 'error', error: { type: EXCEPTION_TYPES[exception] ?? 'api_error', message: text } };
+      return SseFrame.named('error', JSON.stringify(body), body);
     }
-    if (message.headers[':event-type'] !== 'chunk') return '';
+    if (message.headers[':event-type'] !== 'chunk') return undefined;
     const wrapper = parse(message.payload.toString('utf8'));
-    if (!isRecord(wrapper) || typeof wrapper['bytes'] !== 'string') return '';
+    if (!isRecord(wrapper) || typeof wrapper['bytes'] !== 'string') return undefined;
     const data = Buffer.from(wrapper['bytes'], 'base64').toString('utf8');
     const event = parse(data);
-    if (!isRecord(event) || typeof event['type'] !== 'string') return '';
-    return sse(event['type'], data);
+    if (!isRecord(event) || typeof event['type'] !== 'string') return undefined;
+    return SseFrame.named(event['type'], data, event);
   }
 }
 

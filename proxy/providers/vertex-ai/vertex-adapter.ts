@@ -2,14 +2,14 @@ import { GatewayError, type OpenAIErrorBody } from '../../errors.ts';
 import type { InferenceEndpoint } from '../../openai/inference-endpoint.ts';
 import { toAnthropicRequest } from '../anthropic/anthropic-request.ts';
 import { fromAnthropicMessage, normaliseAnthropicError } from '../anthropic/anthropic-response.ts';
-import { createAnthropicStreamTransform } from '../anthropic/anthropic-stream.ts';
+import { createAnthropicStreamTranslator } from '../anthropic/anthropic-stream.ts';
 import { betaList, clientAnthropicHeaders } from '../anthropic/anthropic-wire.ts';
 import type { PlanInput, ProviderAdapter, ProviderFamily, UpstreamRequestPlan } from '../provider-adapter.ts';
 import { embeddingsFromVertex, vertexEmbeddingsRequest } from './vertex-embeddings.ts';
 import { normaliseVertexError } from './vertex-errors.ts';
 import { geminiRequest } from './vertex-gemini-request.ts';
 import { chatCompletionFromGemini } from './vertex-gemini-response.ts';
-import { GeminiStreamTransform } from './vertex-gemini-stream.ts';
+import { GeminiStreamTranslator } from './vertex-gemini-stream.ts';
 import { resolveVertexOptions, vertexOptionsOf } from './vertex-options.ts';
 import { SHARED_TOKEN_CACHE, type AccessTokenCache } from './vertex-token-cache.ts';
 
@@ -87,10 +87,10 @@ export function vertexAdapter(tokens: AccessTokenCache = SHARED_TOKEN_CACHE): Pr
       if (api === 'anthropic') return fromAnthropicMessage(response, request);
       return chatCompletionFromGemini(response, request);
     },
-    createStreamTransform(endpoint, request) {
+    createStreamTranslator(endpoint, request) {
       return vertexApiFor(endpoint, modelOf(request)) === 'anthropic'
-        ? createAnthropicStreamTransform(request, PROVIDER)
-        : new GeminiStreamTransform(request, PROVIDER);
+        ? createAnthropicStreamTranslator(request, PROVIDER)
+        : new GeminiStreamTranslator(request, PROVIDER);
     },
     // Claude models take /v1/messages natively (raw Anthropic events); Gemini is translated.
     nativeMessages: { accepts: (body) => typeof body['model'] === 'string' && body['model'].startsWith('claude') },

@@ -1,10 +1,10 @@
-import { Transform, type TransformCallback } from 'node:stream';
 import { chatCompletionChunk, nowSeconds, type ChatChunkDelta, type ChatUsage } from '../openai/openai-shapes.ts';
-import { SSE_DONE, SseParser, sseFrame, type SseEvent } from '../sse-parser.ts';
+import { DONE_FRAME, NOT_JSON, SseEventTranslator, SseFrame, type SseFrameSource } from '../sse-parser.ts';
 import { googleError, vertexErrorBody } from './vertex-errors.ts';
 import { candidateParts, completionId, geminiUsage, openaiFinishReason, toolCallId } from './vertex-gemini-response.ts';
 
-// streamGenerateContent?alt=sse → OpenAI chat.completion.chunk SSE, event by event. Each
+// streamGenerateContent?alt=sse → OpenAI chat.completion.chunk frames, event by event (each
+// upstream event parsed once). Each
 // Gemini event is a GenerateContentResponse carrying the next text (or whole function
 // calls); the last one carries finishReason and the final usageMetadata. OpenAI's usage
 // chunk (empty choices) is sent only when the client asked with stream_options.include_usage.
@@ -16,8 +16,13 @@ interface ChoiceState {
   finished: boolean;
 }
 
-export class GeminiStreamTransform extends Transform {
-  readonly #parser = new SseParser();
+export class GeminiStreamTranslator implements SseFrameSource {
+  readonly #events = new SseEventTranslator({
+    event: (frame, out) => this.#handle(frame, out),
+    end: (out) => this.#finish(out),
+  });
+  /** Where this step's frames go (the array of the push or end under way). */
+  #out: SseFrame[] = [];
   readonly #model: string;
   readonly #includeUsage: boolean;
   readonly #provider: string;
@@ -28,7 +33,6 @@ export class GeminiStreamTransform extends Transform {
   #failed = false;
 
   constructor(request: Json, provider = 'vertex-ai') {
-    super();
     this.#model = typeof request['model'] === 'string' ? request['model'] : '';
     const streamOptions = request['stream_options'];
     this.#includeUsage =
@@ -36,41 +40,39 @@ export class GeminiStreamTransform extends Transform {
     this.#provider = provider;
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#handle(this.#parser.push(chunk));
-    callback();
+  push(chunk: Buffer | Uint8Array | string): SseFrame[] {
+    return this.#events.push(chunk);
   }
 
-  override _flush(callback: TransformCallback): void {
-    this.#handle(this.#parser.end());
-    if (!this.#failed) {
-      if (this.#includeUsage && this.#usage !== undefined) {
-        this.push(sseFrame(chatCompletionChunk(this.#chunkId(), this.#model, this.#created, undefined, null, this.#usage)));
-      }
-      this.push(SSE_DONE);
-    }
-    callback();
+  end(): SseFrame[] {
+    return this.#events.end();
   }
 
-  #handle(events: SseEvent[]): void {
-    for (const event of events) {
-      if (this.#failed) return;
-      const data = event.data.trim();
-      if (data === '' || data === '[DONE]') continue;
-      let payload: unknown;
-      try {
-        payload = JSON.parse(data);
-      } catch {
-        this.#fail('vertex-ai sent a stream event that is not JSON.', 'INTERNAL');
-        return;
-      }
-      const error = googleError(payload);
-      if (error !== undefined) {
-        this.#fail(error.message, error.status);
-        return;
-      }
-      this.#response(typeof payload === 'object' && payload !== null ? (payload as Json) : {});
+  #finish(out: SseFrame[]): void {
+    if (this.#failed) return;
+    this.#out = out;
+    if (this.#includeUsage && this.#usage !== undefined) {
+      out.push(SseFrame.of(chatCompletionChunk(this.#chunkId(), this.#model, this.#created, undefined, null, this.#usage)));
     }
+    out.push(DONE_FRAME);
+  }
+
+  #handle(event: SseFrame, out: SseFrame[]): void {
+    if (this.#failed) return;
+    this.#out = out;
+    const data = event.data.trim();
+    if (data === '' || data === '[DONE]') return;
+    const payload = event.json;
+    if (payload === NOT_JSON) {
+      this.#fail('vertex-ai sent a stream event that is not JSON.', 'INTERNAL');
+      return;
+    }
+    const error = googleError(payload);
+    if (error !== undefined) {
+      this.#fail(error.message, error.status);
+      return;
+    }
+    this.#response(typeof payload === 'object' && payload !== null ? (payload as Json) : {});
   }
 
   #response(body: Json): void {
@@ -121,7 +123,7 @@ export class GeminiStreamTransform extends Transform {
     const chunk = chatCompletionChunk(this.#chunkId(), this.#model, this.#created, delta, finishReason);
     const choice = (chunk['choices'] as Json[])[0];
     if (choice !== undefined) choice['index'] = index;
-    this.push(sseFrame(chunk));
+    this.#out.push(SseFrame.of(chunk));
   }
 
   #chunkId(): string {
@@ -132,6 +134,6 @@ export class GeminiStreamTransform extends Transform {
   /** A mid-stream error becomes one OpenAI error event (the SDKs raise it), and the stream ends. */
   #fail(message: string, status: string | undefined): void {
     this.#failed = true;
-    this.push(sseFrame(vertexErrorBody({ message, status }, 500, this.#provider)));
+    this.#out.push(SseFrame.of(vertexErrorBody({ message, status }, 500, this.#provider)));
   }
 }

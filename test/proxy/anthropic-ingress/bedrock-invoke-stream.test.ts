@@ -3,10 +3,10 @@
 // event JSON, however the bytes are split; exceptions become Anthropic error events.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BedrockInvokeStream, bedrockInvokeBody } from '../../../proxy/providers/bedrock/bedrock-invoke-claude.ts';
+import { BedrockInvokeTranslator, bedrockInvokeBody } from '../../../proxy/providers/bedrock/bedrock-invoke-claude.ts';
 import { CLIENT_ANTHROPIC_HEADERS } from '../../../proxy/providers/anthropic/anthropic-wire.ts';
 import { converseException, encodeEventStreamMessage } from '../../fixtures/mock-bedrock-event-stream.ts';
-import { runStreamTransform, splitBytes } from '../providers/golden-runner.ts';
+import { runStreamTranslator, splitBytes } from '../providers/golden-runner.ts';
 
 function chunkEvent(event: Record<string, unknown>): Buffer {
   const bytes = Buffer.from(JSON.stringify(event)).toString('base64');
@@ -22,7 +22,7 @@ const EVENTS = [
   { type: 'message_stop', 'amazon-bedrock-invocationMetrics': { inputTokenCount: 5, outputTokenCount: 3 } },
 ];
 
-describe('BedrockInvokeStream', () => {
+describe('BedrockInvokeTranslator', () => {
   const whole = Buffer.concat(EVENTS.map(chunkEvent));
   const expected = EVENTS.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join('');
   for (const [how, chunks] of [
@@ -31,19 +31,19 @@ describe('BedrockInvokeStream', () => {
     ['byte by byte', splitBytes(whole, 1)],
   ] as const) {
     test(`unwraps every chunk event unchanged (${how})`, async () => {
-      assert.equal(await runStreamTransform(new BedrockInvokeStream(), [...chunks]), expected);
+      assert.equal(runStreamTranslator(new BedrockInvokeTranslator(), [...chunks]), expected);
     });
   }
 
   test('a mid-stream exception ends the stream with an Anthropic error event', async () => {
     const bytes = Buffer.concat([chunkEvent(EVENTS[0] as Record<string, unknown>), converseException('throttlingException', 'Too many tokens'), chunkEvent(EVENTS[5] as Record<string, unknown>)]);
-    const out = await runStreamTransform(new BedrockInvokeStream(), [bytes]);
+    const out = runStreamTranslator(new BedrockInvokeTranslator(), [bytes]);
     assert.ok(out.endsWith(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'rate_limit_error', message: 'Too many tokens' } })}\n\n`));
     assert.ok(!out.includes('message_stop'));
   });
 
   test('a stream cut inside a message ends with an error event', async () => {
-    const out = await runStreamTransform(new BedrockInvokeStream(), [whole.subarray(0, whole.length - 5)]);
+    const out = runStreamTranslator(new BedrockInvokeTranslator(), [whole.subarray(0, whole.length - 5)]);
     assert.match(out, /event: error\ndata: .*ended inside an event-stream message/);
   });
 });

@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { messagesRelayAdapter } from '../../../proxy/anthropic-ingress/messages-adapter.ts';
 import { GatewayError } from '../../../proxy/errors.ts';
-import { SseParser } from '../../../proxy/providers/sse-parser.ts';
 import {
   assertMatches,
   loadGoldenFixtures,
   planFixture,
   resolveFixtureTarget,
-  runStreamTransform,
+  eventReader,
+  runStreamTranslator,
   splitBytes,
   type GoldenFixture,
 } from '../providers/golden-runner.ts';
@@ -27,7 +27,7 @@ function relayAdapter(fixture: GoldenFixture) {
 
 /** Each SSE event as { event, payload }. */
 function events(text: string): Array<{ event: string | undefined; payload: unknown }> {
-  const parser = new SseParser();
+  const parser = eventReader();
   return [...parser.push(text), ...parser.end()].map((event) => ({ event: event.event, payload: JSON.parse(event.data) as unknown }));
 }
 
@@ -79,7 +79,7 @@ describe('messages → OpenAI-format golden fixtures', () => {
             ['7-byte pieces', splitBytes(whole, 7)],
             ['byte by byte', splitBytes(whole, 1)],
           ] as const) {
-            const output = await runStreamTransform(relayAdapter(fixture).createStreamTransform?.(fixture.endpoint, fixture.request), chunks);
+            const output = runStreamTranslator(relayAdapter(fixture).createStreamTranslator?.(fixture.endpoint, fixture.request), chunks);
             const parsed = events(output);
             for (const { event, payload } of parsed) assert.equal(event, (payload as { type?: unknown }).type, `${how}: event name = payload type`);
             assertMatches(

@@ -3,12 +3,12 @@
 // test vectors and the mock's independent verifier) and event-stream framing errors.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConverseStreamTransform } from '../../../proxy/providers/bedrock/bedrock-converse-stream.ts';
+import { ConverseStreamTranslator } from '../../../proxy/providers/bedrock/bedrock-converse-stream.ts';
 import { EventStreamDecoder } from '../../../proxy/providers/bedrock/bedrock-event-stream.ts';
 import { signBedrockRequest } from '../../../proxy/providers/bedrock/bedrock-signing.ts';
 import { converseEvent, encodeEventStreamMessage } from '../../fixtures/mock-bedrock-event-stream.ts';
 import { verifySigV4, type SigV4Failure } from '../../fixtures/mock-bedrock-sigv4.ts';
-import { parseSseData, runGoldenSuite, runStreamTransform, splitBytes } from './golden-runner.ts';
+import { parseSseData, runGoldenSuite, runStreamTranslator, splitBytes } from './golden-runner.ts';
 import { EventStreamFramingError } from '../../../proxy/errors.ts';
 
 runGoldenSuite(new URL('../../fixtures/providers/bedrock/', import.meta.url), { title: 'bedrock golden fixtures' });
@@ -117,14 +117,14 @@ describe('bedrock event-stream decoding', () => {
   test('the stream transform reports corrupt and truncated streams as an error event, without [DONE]', async () => {
     const corrupt = Buffer.from(all);
     flip(corrupt, corrupt.length - 1, 0x01);
-    const corruptOut = parseSseData(await runStreamTransform(new ConverseStreamTransform({ model: 'm' }), [corrupt]));
+    const corruptOut = parseSseData(runStreamTranslator(new ConverseStreamTranslator({ model: 'm' }), [corrupt]));
     const failure = corruptOut.at(-1) as { error: { message: string; code: string; provider: string } };
     assert.match(failure.error.message, /checksum/);
     assert.equal(failure.error.code, 'invalid_event_stream');
     assert.equal(failure.error.provider, 'bedrock');
     assert.ok(!corruptOut.includes('[DONE]'));
 
-    const truncated = parseSseData(await runStreamTransform(new ConverseStreamTransform({ model: 'm' }), [all.subarray(0, all.length - 3)]));
+    const truncated = parseSseData(runStreamTranslator(new ConverseStreamTranslator({ model: 'm' }), [all.subarray(0, all.length - 3)]));
     assert.match((truncated.at(-1) as { error: { message: string } }).error.message, /ended inside an event-stream message/);
     assert.ok(!truncated.includes('[DONE]'));
   });

@@ -22,14 +22,13 @@
 // every split must produce the expected chunks.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import type { Transform } from 'node:stream';
 import { describe, test } from 'node:test';
 import { buildGatewayState } from '../../../proxy/config/gateway-state.ts';
 import { GatewayStateSchema } from '../../../proxy/config/state-schema.ts';
 import type { InferenceEndpoint } from '../../../proxy/openai/inference-endpoint.ts';
 import { GatewayError } from '../../../proxy/errors.ts';
 import type { ResolvedTarget, UpstreamRequestPlan } from '../../../proxy/providers/provider-adapter.ts';
-import { SseParser } from '../../../proxy/providers/sse-parser.ts';
+import { SseEventTranslator, type SseEvent, type SseFrameSource } from '../../../proxy/providers/sse-parser.ts';
 import { resolveTarget } from '../../../proxy/routing/resolve-target.ts';
 import { selectRoute } from '../../../proxy/routing/select-route.ts';
 
@@ -122,8 +121,8 @@ function registerFixture(fixture: GoldenFixture, options: GoldenSuiteOptions): v
         ['byte by byte', splitBytes(source.whole, 1)],
       ];
       for (const [how, chunks] of splits) {
-        const transform = target.adapter.createStreamTransform?.(fixture.endpoint, fixture.request);
-        const output = await runStreamTransform(transform, chunks);
+        const source = target.adapter.createStreamTranslator?.(fixture.endpoint, fixture.request);
+        const output = runStreamTranslator(source, chunks);
         assertMatches(parseSseData(output), expected, `$(${how})`);
       }
     });
@@ -214,24 +213,25 @@ function upstreamStreamBytes(fixture: GoldenFixture): { given: Buffer[]; whole: 
   return { given, whole: Buffer.concat(given) };
 }
 
-/** Writes `chunks` through `transform` (identity when undefined) and returns what came out. */
-export async function runStreamTransform(transform: Transform | undefined, chunks: readonly Buffer[]): Promise<string> {
-  if (transform === undefined) return Buffer.concat(chunks).toString('utf8');
-  const out: Buffer[] = [];
-  const ended = new Promise<void>((resolve, reject) => {
-    transform.on('data', (data: Buffer | string) => out.push(Buffer.from(data)));
-    transform.on('end', resolve);
-    transform.on('error', reject);
-  });
-  for (const chunk of chunks) transform.write(chunk);
-  transform.end();
-  await ended;
-  return Buffer.concat(out).toString('utf8');
+/** Pushes `chunks` through a stream translator (identity when undefined) and returns the client's text. */
+export function runStreamTranslator(source: SseFrameSource | undefined, chunks: readonly Buffer[]): string {
+  if (source === undefined) return Buffer.concat(chunks).toString('utf8');
+  let out = '';
+  for (const chunk of chunks) for (const frame of source.push(chunk)) out += frame.raw;
+  for (const frame of source.end()) out += frame.raw;
+  return out;
+}
+
+/** The events of an SSE text as the translators read them (the one splitter; an oversize event is one `error` event). */
+export function eventReader(options: { maxEventBytes?: number } = {}): { push(chunk: string | Buffer): SseEvent[]; end(): SseEvent[] } {
+  const translator = new SseEventTranslator({ event: (frame, out) => out.push(frame) }, options);
+  const events = (frames: SseEvent[]): SseEvent[] => frames.map(({ event, data, id }) => ({ event, data, id }));
+  return { push: (chunk) => events(translator.push(chunk)), end: () => events(translator.end()) };
 }
 
 /** The `data:` payloads of an SSE text: JSON parsed, `[DONE]` kept as a string. */
 export function parseSseData(text: string): unknown[] {
-  const parser = new SseParser();
+  const parser = eventReader();
   return [...parser.push(text), ...parser.end()].map((event) => (event.data === '[DONE]' ? '[DONE]' : (JSON.parse(event.data) as unknown)));
 }
 

@@ -9,13 +9,13 @@ import {
   SseEventSizeGuard,
   SseEventTooLargeError,
   SseFrameSplitter,
-  SseParser,
-  sseFrame,
+  SseFrame,
   type SseEvent,
 } from '../../../proxy/providers/sse-parser.ts';
+import { eventReader } from './golden-runner.ts';
 
 function parseAll(chunks: ReadonlyArray<string | Buffer>): SseEvent[] {
-  const parser = new SseParser();
+  const parser = eventReader();
   const events: SseEvent[] = [];
   for (const chunk of chunks) events.push(...parser.push(chunk));
   events.push(...parser.end());
@@ -42,7 +42,7 @@ const EXPECTED: SseEvent[] = [
   event('[DONE]', undefined, '7'),
 ];
 
-describe('SseParser', () => {
+describe('SSE events (the splitter, as translators read it)', () => {
   test('parses named events, multi-line data, ids, and skips comment keep-alives', () => {
     assert.deepEqual(parseAll([STREAM]), EXPECTED);
   });
@@ -91,16 +91,17 @@ describe('SseParser', () => {
   });
 
   test('events complete as soon as their blank line arrives, not at the end', () => {
-    const parser = new SseParser();
+    const parser = eventReader();
     assert.deepEqual(parser.push('data: one\n'), []);
     assert.deepEqual(parser.push('\ndata: tw'), [event('one')]);
     assert.deepEqual(parser.push('o\n\n'), [event('two')]);
   });
 
-  test('sseFrame and SSE_DONE write OpenAI-style data-only frames the parser reads back', () => {
+  test('SseFrame.of and SSE_DONE write OpenAI-style data-only frames the parser reads back', () => {
     const payload = { id: 'x', choices: [{ delta: { content: 'a\nb' } }] };
-    assert.equal(sseFrame(payload), `data: ${JSON.stringify(payload)}\n\n`);
-    const events = parseAll([sseFrame(payload) + SSE_DONE]);
+    assert.equal(SseFrame.of(payload).raw, `data: ${JSON.stringify(payload)}\n\n`);
+    assert.equal(SseFrame.of(payload).json, payload, 'the frame carries its object: nothing parses it again');
+    const events = parseAll([SseFrame.of(payload).raw + SSE_DONE]);
     assert.deepEqual(JSON.parse(events[0]?.data ?? ''), payload);
     assert.equal(events[1]?.data, '[DONE]');
   });
@@ -126,7 +127,7 @@ describe('SseFrameSplitter and the event cap', () => {
       for (let i = 0; i < 10; i++) splitter.push('data: ' + 'x'.repeat(200));
     }, SseEventTooLargeError);
 
-    const parser = new SseParser({ maxEventBytes: 1024 });
+    const parser = eventReader({ maxEventBytes: 1024 });
     const events: SseEvent[] = [];
     for (let i = 0; i < 10; i++) events.push(...parser.push('data: ' + 'x'.repeat(200) + '\n'));
     events.push(...parser.push('\ndata: after\n\n'), ...parser.end());
@@ -136,7 +137,7 @@ describe('SseFrameSplitter and the event cap', () => {
   });
 
   test('many events of any total size pass; only one event is capped', () => {
-    const parser = new SseParser({ maxEventBytes: 1024 });
+    const parser = eventReader({ maxEventBytes: 1024 });
     let count = 0;
     for (let i = 0; i < 2000; i++) count += parser.push(`data: ${'y'.repeat(500)}\n\n`).length;
     assert.equal(count, 2000);
@@ -144,7 +145,7 @@ describe('SseFrameSplitter and the event cap', () => {
 
   test('a long event arriving in small chunks is scanned once (linear, not quadratic)', { timeout: 10_000 }, () => {
     // 2 MiB in 64-byte chunks: a parser that rescans its buffer per chunk does ~32 G char reads.
-    const parser = new SseParser({ maxEventBytes: 4 * 1024 * 1024 });
+    const parser = eventReader({ maxEventBytes: 4 * 1024 * 1024 });
     const piece = 'z'.repeat(64);
     parser.push('data: ');
     for (let i = 0; i < (2 * 1024 * 1024) / 64; i++) assert.deepEqual(parser.push(piece), []);

@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { NODE, ROOT } from './e2e-environment.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 export interface CliProcess {
   readonly child: ChildProcess;
@@ -33,14 +34,20 @@ function startCli(args: readonly string[], env: Readonly<Record<string, string>>
 }
 
 async function waitForLine(process: CliProcess, pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const match = pattern.exec(process.output());
-    if (match !== null) return match;
-    if (process.child.exitCode !== null) throw new Error(`process exited ${process.child.exitCode}:\n${process.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`no line matching ${pattern} within ${timeoutMs} ms:\n${process.output()}`);
+  let exited: Error | undefined;
+  const match = await eventually(
+    () => {
+      const found = pattern.exec(process.output());
+      if (found === null && process.child.exitCode !== null) exited ??= new Error(`process exited ${process.child.exitCode}:\n${process.output()}`);
+      return found ?? exited;
+    },
+    `a line matching ${pattern}`,
+    { timeoutMs, intervalMs: 50 },
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}:\n${process.output()}`);
+  });
+  if (match instanceof Error) throw match;
+  return match;
 }
 
 export interface OperatorProcess extends CliProcess {

@@ -14,6 +14,7 @@ import { createGatewayMetrics } from '../../proxy/observability/gateway-metrics.
 import { pino } from 'pino';
 import { sendRaw, statusOf } from './raw-http.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const PUBLIC = ['GET /health', 'GET /metrics', 'GET /ready'];
 const INFERENCE_ONLY_KEY = 'gw-inference-only-key-0123456789abcdef';
@@ -39,11 +40,11 @@ before(async () => {
   });
   await harness.writeState(baseState({ apiKeys: [...(baseState()['apiKeys'] as unknown[]), { id: 'inference-only', key: INFERENCE_ONLY_KEY, scopes: ['inference'] }] }));
   // The reload is seen when the new key authenticates.
-  const deadline = Date.now() + 10_000;
-  while ((await rawStatus(harness.gateway.origin, 'GET', '/v1/no-such-route', { 'x-gateway-api-key': INFERENCE_ONLY_KEY })) !== 404) {
-    if (Date.now() > deadline) throw new Error('the state with the inference-only key was not loaded');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await eventually(
+    async () => (await rawStatus(harness.gateway.origin, 'GET', '/v1/no-such-route', { 'x-gateway-api-key': INFERENCE_ONLY_KEY })) === 404,
+    'the state with the inference-only key',
+    { timeoutMs: 10_000 },
+  );
 });
 
 after(async () => {

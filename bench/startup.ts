@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { rssMiB } from './process-stats.ts';
 import { markdownTable } from './report.ts';
-import { BENCH_DIR, freePort, spawnNode, startMock, type BenchProcess } from './targets.ts';
+import { AIGATEWAY_NODE_OPTIONS, BENCH_DIR, freePort, spawnNode, startMock, type BenchProcess } from './targets.ts';
 
 const { values } = parseArgs({ options: { starts: { type: 'string', default: '5' }, 'idle-ms': { type: 'string', default: '2000' } } });
 const starts = Number(values.starts);
@@ -50,7 +50,7 @@ async function measure(name: 'aigateway' | 'bare', workDir: string, mockOrigin: 
   const env = { ...process.env, BENCH_MOCK_URL: `${mockOrigin}/v1`, BENCH_GATEWAY_KEY: key, AIGATEWAY_COMPILE_CACHE_DIR: cacheDir };
   const args =
     name === 'aigateway'
-      ? ['bin/aigateway.js', 'serve', '--config', join(BENCH_DIR, 'aigateway-state.yaml'), '--port', String(port), '--data-dir', join(workDir, `data-${port}`), '--log-file', join(workDir, 'requests.log')]
+      ? [...AIGATEWAY_NODE_OPTIONS, 'bin/aigateway.js', 'serve', '--config', join(BENCH_DIR, 'aigateway-state.yaml'), '--port', String(port), '--data-dir', join(workDir, `data-${port}`), '--log-file', join(workDir, 'requests.log')]
       : ['bench/bare-proxy.ts', '--port', String(port), '--upstream', mockOrigin];
   const headers: Record<string, string> =
     name === 'aigateway'

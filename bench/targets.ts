@@ -163,12 +163,15 @@ export interface AigatewayStart {
   nodeFlags?: string[];
 }
 
+/** The node options the image runs aigateway with (Dockerfile NODE_OPTIONS; npm start too). */
+export const AIGATEWAY_NODE_OPTIONS = ['--max-semi-space-size=16'];
+
 /** aigateway as in production: the CLI, a state file, API-key auth, metrics and a log file. */
 export async function startAigateway(options: AigatewayStart): Promise<Target> {
   const port = await freePort();
   const apiKey = `gw-bench-${randomBytes(12).toString('hex')}`;
   const dataDir = join(options.workDir, 'aigateway-data');
-  const args = [...(options.nodeFlags ?? []), 'bin/aigateway.js', 'serve', '--config', join(BENCH_DIR, 'aigateway-state.yaml')];
+  const args = [...AIGATEWAY_NODE_OPTIONS, ...(options.nodeFlags ?? []), 'bin/aigateway.js', 'serve', '--config', join(BENCH_DIR, 'aigateway-state.yaml')];
   args.push('--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, '--log-file', join(options.workDir, 'aigateway-requests.log'));
   const env = { ...process.env, BENCH_MOCK_URL: `${options.mockOrigin}/v1`, BENCH_GATEWAY_KEY: apiKey };
   const proc = spawnNode('aigateway', args, { core: options.core, workDir: options.workDir, env });

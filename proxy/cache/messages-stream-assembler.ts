@@ -9,7 +9,7 @@
 // it), a stream over maxBytes — gives undefined, and the caller stores nothing. Events of
 // unknown types (and ping) are skipped, as Anthropic's SDKs skip them.
 
-import { parseEventData as parseJson, SseFrameSplitter, type SseFrame } from '../providers/sse-parser.ts';
+import { eventsOf, parseEventData as parseJson, SseFrameSplitter, type SseFrame } from '../providers/sse-parser.ts';
 import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './response-cache-store.ts';
 
@@ -45,15 +45,12 @@ export class MessagesStreamAssembler implements SseFrameStage {
       this.#failed = true;
       return;
     }
-    let frames: SseFrame[];
-    try {
-      frames = this.#splitter.push(chunk);
-    } catch {
+    const events = eventsOf(this.#splitter, chunk);
+    if (events === undefined) {
       this.#failed = true; // an event over the cap: nothing to cache
       return;
     }
-    for (const frame of frames) {
-      if (!frame.dispatch) continue;
+    for (const frame of events) {
       this.#event(frame.event, parseJson(frame.data));
       if (this.#failed || this.#done) return;
     }

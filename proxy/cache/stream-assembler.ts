@@ -18,7 +18,7 @@
 // the inverse.
 
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
-import { parseEventData as parseJson, SseFrameSplitter, type SseFrame } from '../providers/sse-parser.ts';
+import { eventsOf, parseEventData as parseJson, SseFrameSplitter, type SseFrame } from '../providers/sse-parser.ts';
 import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { DEFAULT_MAX_ENTRY_BYTES } from './response-cache-store.ts';
 
@@ -83,15 +83,12 @@ export class StreamAssembler implements SseFrameStage {
       this.#failed = true;
       return;
     }
-    let frames: SseFrame[];
-    try {
-      frames = this.#splitter.push(chunk);
-    } catch {
+    const events = eventsOf(this.#splitter, chunk);
+    if (events === undefined) {
       this.#failed = true; // an event over the cap: nothing to cache
       return;
     }
-    for (const frame of frames) {
-      if (!frame.dispatch) continue;
+    for (const frame of events) {
       this.#event(frame.event, frame.data, parseJson);
       if (this.#failed || this.#done) return;
     }

@@ -216,6 +216,16 @@ export class SseFrameSplitter {
   }
 }
 
+/** The events `chunk` completes, or undefined once one is over the cap (for readers that give up then). */
+export function eventsOf(splitter: SseFrameSplitter, chunk: Buffer | Uint8Array | string): SseFrame[] | undefined {
+  try {
+    return splitter.push(chunk).filter((frame) => frame.dispatch);
+  } catch (error) {
+    if (error instanceof SseEventTooLargeError) return undefined;
+    throw error;
+  }
+}
+
 /**
  * Where a stream's frames come from, as its bytes arrive: the splitter itself for SSE that
  * is relayed as it is, or a provider's translator, which emits the client's frames (built

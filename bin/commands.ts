@@ -147,7 +147,7 @@ async function serve(args: string[]): Promise<number> {
   const redis = redisUrl === undefined ? undefined : await redisStoresOf(redisUrl);
   const controlPlane = await controlPlaneOf(pick(values['control-plane-url'], 'AIGATEWAY_CONTROL_PLANE_URL'));
   const requestLogging = await requestLoggingOf(values, dataDir, metrics, logger);
-  const gateway = await startGateway({
+  const starting = startGateway({
     sources: { statePath: resolve(configPath), credentialsPath: credentialsPath && resolve(credentialsPath) },
     env,
     logger,
@@ -166,11 +166,17 @@ async function serve(args: string[]): Promise<number> {
     stateSource: kubeStateSourceOf(pick(values['kube-configmap'], 'AIGATEWAY_KUBE_CONFIGMAP'), pick(values['kube-secret'], 'AIGATEWAY_KUBE_SECRET'), env, logger),
     requestSink: requestLogging?.sink,
     plugins: [batchesPluginOf(values, dataDir), ...(requestLogging === undefined ? [] : [requestLogging.routes])],
-  }).catch(async (error: unknown) => {
-    await requestLogging?.close(); // its PostgreSQL pool would hold the exit
-    await redis?.connection.close(); // so would the Redis socket
-    throw error;
   });
+  // The log store opens (on its worker) while the gateway starts.
+  const gateway = await Promise.all([starting, requestLogging?.ready]).then(
+    ([started]) => started,
+    async (error: unknown) => {
+      await (await starting.catch(() => undefined))?.close();
+      await requestLogging?.close(); // its PostgreSQL pool would hold the exit
+      await redis?.connection.close(); // so would the Redis socket
+      throw error;
+    },
+  );
   process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir})\n`);
 
   const drainTimeoutMs = positiveInteger(pick(values['drain-timeout-ms'], 'AIGATEWAY_DRAIN_TIMEOUT_MS'), 'drain-timeout-ms');

@@ -14,6 +14,7 @@ import { SqliteLogStore } from './sqlite-log-store.ts';
 //
 //   const logging = await startRequestLogging({ kind: 'sqlite', dataDir, retentionDays: 30, metrics, logger });
 //   startGateway({ …, requestSink: logging?.sink, plugins: logging ? [logging.routes] : [] });
+//   await logging?.ready;  // beside the gateway's start
 //   …  await logging?.close();   // after the gateway has closed: flushes the queue
 
 export const LOG_STORE_KINDS = ['sqlite', 'postgres', 'off'] as const;
@@ -35,6 +36,11 @@ export interface RequestLoggingOptions {
 
 export interface RequestLogging {
   readonly store: RequestLogStore;
+  /**
+   * Settles once the store is open (SQLite opens on its worker while the gateway starts);
+   * rejects when it cannot be. Records and reads before then wait for it.
+   */
+  readonly ready: Promise<void>;
   readonly writer: RequestLogWriter;
   readonly sink: RequestRecordSink;
   readonly routes: (host: GatewayHost) => FastifyPluginAsync;
@@ -50,13 +56,14 @@ export function isLogStoreKind(value: string): value is LogStoreKind {
 export async function startRequestLogging(options: RequestLoggingOptions): Promise<RequestLogging | undefined> {
   if (options.kind === 'off') return undefined;
   let store: RequestLogStore;
+  let ready = Promise.resolve();
   if (options.kind === 'postgres') {
     if (options.databaseUrl === undefined || options.databaseUrl === '') throw new Error('the postgres log store needs DATABASE_URL');
     // PostgreSQL's client (pg) loads only for this store.
     const [{ PostgresDriver }, { SqlLogStore }] = await Promise.all([import('../sql/postgres-driver.ts'), import('./sql-log-store.ts')]);
     store = await SqlLogStore.open(new PostgresDriver({ connectionString: options.databaseUrl }));
   } else {
-    store = await SqliteLogStore.open({ path: join(options.dataDir, SQLITE_LOG_FILE) });
+    ({ store, ready } = SqliteLogStore.start({ path: join(options.dataDir, SQLITE_LOG_FILE) }));
   }
   const writer = createRequestLogWriter(store, { metrics: options.metrics, logger: options.logger });
   let retention: LogRetention | undefined;
@@ -65,6 +72,7 @@ export async function startRequestLogging(options: RequestLoggingOptions): Promi
   }
   return {
     store,
+    ready,
     writer,
     sink: writer.sink,
     routes: requestLogRoutes(store),

@@ -19,6 +19,7 @@ import {
 //   const store = await SqliteLogStore.open({ path: '.data/request-logs.sqlite' });
 
 export type WorkerRequest = { id: number } & (
+  | { op: 'ready' }
   | { op: 'insertMany'; json: string }
   | { op: 'query'; filter: LogFilter; after: string | undefined; limit: number }
   | { op: 'get'; key: string }
@@ -59,23 +60,24 @@ export class SqliteLogStore implements RequestLogStore {
 
   /** Starts the worker and opens (creating) the database; rejects when it cannot. */
   static async open(options: SqliteLogStoreOptions): Promise<SqliteLogStore> {
-    const worker = new Worker(new URL('./sqlite-log-worker.ts', import.meta.url), { workerData: { path: options.path } });
-    try {
-      await new Promise<void>((resolve, reject) => {
-        worker.once('message', (reply: WorkerReply) => {
-          if (reply.ok) resolve();
-          else reject(new Error(`cannot open the request log database ${options.path}: ${reply.error.message}`));
-        });
-        worker.once('error', reject);
-        worker.once('exit', () => reject(new Error(`cannot open the request log database ${options.path}: its thread exited`)));
-      });
-    } catch (error) {
-      await worker.terminate();
-      throw error;
-    }
-    const store = new SqliteLogStore(worker);
-    worker.unref(); // referenced only while a call is pending (see #call)
+    const { store, ready } = SqliteLogStore.start(options);
+    await ready;
     return store;
+  }
+
+  /**
+   * The store at once, its database opening on the worker meanwhile (the gateway's start-up
+   * goes on beside it): calls made before `ready` wait in the worker's queue. `ready` rejects
+   * when the database cannot be opened, and the store is then closed.
+   */
+  static start(options: SqliteLogStoreOptions): { store: SqliteLogStore; ready: Promise<void> } {
+    const worker = new Worker(new URL('./sqlite-log-worker.ts', import.meta.url), { workerData: { path: options.path } });
+    const store = new SqliteLogStore(worker);
+    const ready = store.#call('ready', {}).catch(async (error: Error) => {
+      await worker.terminate();
+      throw new Error(`cannot open the request log database ${options.path}: ${error.message}`);
+    });
+    return { store, ready: ready.then(() => undefined) };
   }
 
   async insertMany(records: readonly RequestRecord[]): Promise<void> {

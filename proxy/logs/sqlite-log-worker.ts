@@ -11,15 +11,11 @@ import type { WorkerReply, WorkerRequest } from './sqlite-log-store.ts';
 const port = parentPort;
 if (port === null) throw new Error('sqlite-log-worker must run as a worker thread');
 
-let store: SqlLogStore | undefined;
-try {
-  // Logs hold no foreign keys, and deleted rows are old logs, not secrets: no secure_delete.
-  store = await SqlLogStore.open(new SqliteDriver((workerData as { path: string }).path, {}));
-  port.postMessage({ id: 0, ok: true, value: 'ready' } satisfies WorkerReply);
-} catch (error) {
-  // Reported to open(), which ends this thread.
-  port.postMessage({ id: 0, ok: false, error: describe(error) } satisfies WorkerReply);
-}
+// Requests that arrive while the database opens wait for it (the first is `ready`); when it
+// cannot be opened every one is answered with that error, and the store ends this thread.
+// Logs hold no foreign keys, and deleted rows are old logs, not secrets: no secure_delete.
+const opening: Promise<SqlLogStore> = Promise.resolve().then(() => SqlLogStore.open(new SqliteDriver((workerData as { path: string }).path, {})));
+opening.catch(() => undefined);
 
 port.on('message', (request: WorkerRequest) => {
   run(request).then(
@@ -31,8 +27,10 @@ port.on('message', (request: WorkerRequest) => {
 });
 
 async function run(request: WorkerRequest): Promise<unknown> {
-  if (store === undefined) throw new Error('request log database is not open');
+  const store = await opening;
   switch (request.op) {
+    case 'ready':
+      return 'ready';
     case 'insertMany':
       return store.insertMany(JSON.parse(request.json) as RequestRecord[]);
     case 'query':

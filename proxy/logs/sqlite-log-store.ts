@@ -71,7 +71,8 @@ export class SqliteLogStore implements RequestLogStore {
    * when the database cannot be opened, and the store is then closed.
    */
   static start(options: SqliteLogStoreOptions): { store: SqliteLogStore; ready: Promise<void> } {
-    const worker = new Worker(new URL('./sqlite-log-worker.ts', import.meta.url), { workerData: { path: options.path } });
+    // The worker only parses batches and runs SQLite: a small young generation is plenty.
+    const worker = new Worker(new URL('./sqlite-log-worker.ts', import.meta.url), { workerData: { path: options.path }, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
     const store = new SqliteLogStore(worker);
     const ready = store.#call('ready', {}).catch(async (error: Error) => {
       await worker.terminate();

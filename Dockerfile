@@ -24,13 +24,13 @@ COPY crds ./crds
 # A compile-cache seed made at build time, by the uid the container runs as (Node keeps one
 # cache per uid): a container's first start copies it to /tmp and loads compiled,
 # type-stripped modules instead of stripping and compiling ~1,000 of them (docs/performance.md).
-RUN mkdir /app/.compile-cache && chown 1000:1000 /app/.compile-cache
+RUN ["node", "-e", "fs.mkdirSync('/app/.compile-cache'); fs.chownSync('/app/.compile-cache', 1000, 1000)"]
 ENV AIGATEWAY_COMPILE_CACHE_SEED=/app/.compile-cache \
     AIGATEWAY_COMPILE_CACHE_DIR=/tmp/aigateway-compile-cache
 # The image's `node` user (uid/gid 1000): never root. Nothing in /app is writable by it at run
 # time: the chart runs with a read-only root filesystem and mounts --data-dir and /tmp as volumes.
 USER 1000:1000
-RUN node bin/warm-compile-cache.js /app/.compile-cache
+RUN ["node", "bin/warm-compile-cache.js", "/app/.compile-cache"]
 EXPOSE 8787 8080 9090
 ENTRYPOINT ["node", "bin/aigateway.js"]
 CMD ["serve", "--config", "/etc/aigateway/state/gateway.yaml", "--host", "0.0.0.0"]

@@ -245,14 +245,14 @@ export interface SseEventTranslation {
 
 /**
  * A translator over an SSE upstream: the one splitter reads its events (each parsed at most
- * once, `frame.json`) and `translation` writes the client's frames. Never throws on hostile
- * input: an event over the cap becomes one `error` event (OpenAI- and Anthropic-shaped, which
- * translations turn into the client's error event) and everything after it is ignored.
+ * once, `frame.json`) and `translation` writes the client's frames. An event over the cap
+ * throws SseEventTooLargeError, as it does for SSE relayed as it is: the relay then ends the
+ * client's stream with its error event and aborts the upstream (a translation that went on
+ * could only end a cut answer as if it were whole).
  */
 export class SseEventTranslator implements SseFrameSource {
   readonly #splitter: SseFrameSplitter;
   readonly #translation: SseEventTranslation;
-  #failed = false;
 
   constructor(translation: SseEventTranslation, options: { maxEventBytes?: number } = {}) {
     this.#translation = translation;
@@ -260,35 +260,20 @@ export class SseEventTranslator implements SseFrameSource {
   }
 
   push(chunk: Buffer | Uint8Array | string): SseFrame[] {
-    return this.#translate(() => this.#splitter.push(chunk), false);
+    return this.#translate(this.#splitter.push(chunk));
   }
 
   end(): SseFrame[] {
-    return this.#translate(() => this.#splitter.end(), true);
-  }
-
-  #translate(read: () => SseFrame[], last: boolean): SseFrame[] {
-    const out: SseFrame[] = [];
-    if (!this.#failed) {
-      let frames: SseFrame[];
-      try {
-        frames = read();
-      } catch (error) {
-        if (!(error instanceof SseEventTooLargeError)) throw error;
-        this.#failed = true;
-        const body = oversizeErrorBody(error);
-        frames = [SseFrame.named('error', JSON.stringify(body), body)];
-      }
-      for (const frame of frames) if (frame.dispatch) this.#translation.event(frame, out);
-    }
-    if (last) this.#translation.end?.(out);
+    const out = this.#translate(this.#splitter.end());
+    this.#translation.end?.(out);
     return out;
   }
-}
 
-/** The error body for an oversize event (`type: "error"` too, so Anthropic-style readers take it). */
-export function oversizeErrorBody(error: SseEventTooLargeError): Record<string, unknown> {
-  return { type: 'error', error: { message: error.message, type: 'api_error', param: null, code: error.code } };
+  #translate(frames: SseFrame[]): SseFrame[] {
+    const out: SseFrame[] = [];
+    for (const frame of frames) if (frame.dispatch) this.#translation.event(frame, out);
+    return out;
+  }
 }
 
 /**

@@ -222,7 +222,7 @@ export function runStreamTranslator(source: SseFrameSource | undefined, chunks: 
   return out;
 }
 
-/** The events of an SSE text as the translators read them (the one splitter; an oversize event is one `error` event). */
+/** The events of an SSE text as the translators read them (a translator that passes each event on). */
 export function eventReader(options: { maxEventBytes?: number } = {}): { push(chunk: string | Buffer): SseEvent[]; end(): SseEvent[] } {
   const translator = new SseEventTranslator({ event: (frame, out) => out.push(frame) }, options);
   const events = (frames: SseEvent[]): SseEvent[] => frames.map(({ event, data, id }) => ({ event, data, id }));

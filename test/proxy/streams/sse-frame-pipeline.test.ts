@@ -2,11 +2,14 @@
 // the usage tap and the held answer's assembler, and each event's JSON is parsed at most
 // once across all of them (not at all when no stage needs it).
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { StreamAssembler } from '../../../proxy/cache/stream-assembler.ts';
 import { GuardedStreamTail, type HookResultsBody } from '../../../proxy/endpoints/guardrail-flow.ts';
-import { SseEventTooLargeError } from '../../../proxy/providers/sse-parser.ts';
+import { createAnthropicStreamTranslator } from '../../../proxy/providers/anthropic/anthropic-stream.ts';
+import { MAX_SSE_EVENT_BYTES, SseEventTooLargeError, type SseFrameSource } from '../../../proxy/providers/sse-parser.ts';
+import { GeminiStreamTranslator } from '../../../proxy/providers/vertex-ai/vertex-gemini-stream.ts';
 import { UsageStage, type AnswerUsage } from '../../../proxy/ratelimit/usage-tap.ts';
 import { SseFramePipeline, type SseFrameStage } from '../../../proxy/streams/sse-frame-pipeline.ts';
 import { chatCompletion, chatCompletionChunks, sseData, type BuildContext } from '../../fixtures/mock-openai-payloads.ts';
@@ -144,4 +147,39 @@ describe('SseFramePipeline: one split, one parse per event', () => {
       for await (const _chunk of source.pipe(pipeline));
     }, SseEventTooLargeError);
   });
+
+  // A translator that went on past the event could only end a cut answer as if it were whole.
+  const huge = 'x'.repeat(MAX_SSE_EVENT_BYTES + 1);
+  const translated: ReadonlyArray<readonly [string, () => SseFrameSource, string[]]> = [
+    [
+      'Anthropic',
+      () => createAnthropicStreamTranslator({ model: 'claude' }),
+      [
+        'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","model":"claude","usage":{"input_tokens":1}}}\n\n',
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}\n\n',
+        `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${huge}"}}\n\n`,
+        'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+      ],
+    ],
+    [
+      'Gemini',
+      () => new GeminiStreamTranslator({ model: 'gemini' }),
+      [
+        'data: {"candidates":[{"content":{"parts":[{"text":"Hel"}]}}]}\n\n',
+        `data: {"candidates":[{"content":{"parts":[{"text":"${huge}"}]}}]}\n\n`,
+        'data: {"candidates":[{"content":{"parts":[{"text":"lo"}]},"finishReason":"STOP"}]}\n\n',
+      ],
+    ],
+  ];
+  for (const [provider, source, upstream] of translated) {
+    test(`${provider}: an upstream event over the cap fails the translated stream too (no [DONE] after a cut answer)`, async () => {
+      const pipeline = Readable.from(upstream.map((text) => Buffer.from(text))).pipe(new SseFramePipeline([], { source: source() }));
+      let out = '';
+      pipeline.on('data', (chunk: Buffer) => (out += String(chunk)));
+      const [error] = (await once(pipeline, 'error')) as unknown[];
+      assert.ok(error instanceof SseEventTooLargeError, `got ${String(error)}`);
+      assert.match(out, /"content":"Hel"/, 'what came before the event was relayed');
+      assert.doesNotMatch(out, /\[DONE\]|"error"/, 'the relay, not the translator, words the error');
+    });
+  }
 });

@@ -2,7 +2,8 @@ import type { KubeClient } from './kube-client.ts';
 import { isKubeApiError } from './kube-client.ts';
 
 // Which config hash every ready proxy replica serves. The ready replicas are the ready
-// addresses of the proxy Service's Endpoints (what clients are routed to); each answers
+// endpoints of the proxy Service's EndpointSlices (what clients are routed to; v1 Endpoints
+// is deprecated since Kubernetes 1.33 and truncated at 1,000 addresses); each answers
 // GET /ready with the hash it serves. The leader asks while a new hash is pending (every
 // `pendingIntervalMs`) and now and then afterwards, and calls `onChange` when the answer
 // moves, so GatewayConfigs get `Programmed` only once their generation is really served.
@@ -22,7 +23,7 @@ export interface ServedSnapshot {
 export interface ProgrammedTrackerOptions {
   readonly client: KubeClient;
   readonly namespace: string;
-  /** The proxy Service (its Endpoints list the ready replicas). */
+  /** The proxy Service (its EndpointSlices list the ready replicas). */
   readonly serviceName: string;
   /** Only the leader asks. */
   readonly active: () => boolean;
@@ -33,8 +34,12 @@ export interface ProgrammedTrackerOptions {
   readonly fetchHash?: (origin: string) => Promise<string | undefined>;
 }
 
-interface EndpointsObject {
-  subsets?: Array<{ addresses?: Array<{ ip: string }>; ports?: Array<{ name?: string; port: number }> }>;
+interface EndpointSliceList {
+  items?: Array<{
+    addressType?: string;
+    endpoints?: Array<{ addresses?: string[]; conditions?: { ready?: boolean | null } }>;
+    ports?: Array<{ name?: string; port?: number }> | null;
+  }>;
 }
 
 export class ProgrammedTracker {
@@ -56,7 +61,7 @@ export class ProgrammedTracker {
     this.#schedule(0);
   }
 
-  /** Re-checks now (e.g. after the Endpoints may have changed). */
+  /** Re-checks now (e.g. after the EndpointSlices may have changed). */
   poke(): void {
     this.#schedule(0);
   }
@@ -105,23 +110,30 @@ export class ProgrammedTracker {
   }
 
   async #ask(): Promise<ServedSnapshot> {
-    let endpoints: EndpointsObject;
+    let slices: EndpointSliceList;
     try {
-      endpoints = await this.#options.client.request<EndpointsObject>(
+      slices = await this.#options.client.request<EndpointSliceList>(
         'GET',
-        `/api/v1/namespaces/${this.#options.namespace}/endpoints/${this.#options.serviceName}`,
+        `/apis/discovery.k8s.io/v1/namespaces/${this.#options.namespace}/endpointslices?labelSelector=${encodeURIComponent(`kubernetes.io/service-name=${this.#options.serviceName}`)}`,
         { timeoutMs: 2_000 },
       );
     } catch (error) {
       if (isKubeApiError(error, 404)) return { hash: undefined, replicas: [] };
       throw error;
     }
-    const origins: string[] = [];
-    for (const subset of endpoints.subsets ?? []) {
-      const port = subset.ports?.find((candidate) => candidate.name === 'http') ?? subset.ports?.[0];
-      if (port === undefined) continue;
-      for (const address of subset.addresses ?? []) origins.push(`${address.ip.includes(':') ? `[${address.ip}]` : address.ip}:${port.port}`);
+    // A replica may appear in several slices (one per address type or port set): count it once.
+    const unique = new Set<string>();
+    for (const slice of slices.items ?? []) {
+      if (slice.addressType === 'FQDN') continue;
+      const port = slice.ports?.find((candidate) => candidate.name === 'http') ?? slice.ports?.[0];
+      if (port?.port === undefined) continue;
+      for (const endpoint of slice.endpoints ?? []) {
+        // `ready` unset means ready (the API's documented default).
+        if (endpoint.conditions?.ready === false) continue;
+        for (const ip of endpoint.addresses ?? []) unique.add(`${ip.includes(':') ? `[${ip}]` : ip}:${port.port}`);
+      }
     }
+    const origins = [...unique];
     origins.sort();
     const fetchHash = this.#options.fetchHash ?? fetchReadyHash;
     const replicas = await Promise.all(origins.map(async (address) => ({ address, hash: await fetchHash(address).catch(() => undefined) })));

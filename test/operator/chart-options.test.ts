@@ -173,10 +173,11 @@ describe('Helm chart options (helm template)', { skip }, () => {
     assert.ok(!podSpec(off, 'rel-aigateway-proxy').containers[0].args.some((arg: string) => arg.startsWith('--kube-')));
   });
 
-  test('the operator reads only the proxy Service Endpoints (for Programmed) and is told its name', () => {
+  test('the operator lists EndpointSlices (not the deprecated v1 Endpoints) for Programmed and is told its name', () => {
     const role = find(defaults, 'Role', 'rel-aigateway-operator');
-    const endpoints = role.rules?.filter((rule) => rule.resources.includes('endpoints'));
-    assert.deepEqual(endpoints, [{ apiGroups: [''], resources: ['endpoints'], resourceNames: ['rel-aigateway-proxy'], verbs: ['get'] }]);
+    assert.equal(role.rules?.filter((rule) => rule.resources.includes('endpoints')).length, 0, 'no v1 Endpoints (deprecated)');
+    const slices = role.rules?.filter((rule) => rule.resources.includes('endpointslices'));
+    assert.deepEqual(slices, [{ apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list'] }]);
     assert.ok(!role.rules?.some((rule) => rule.resources.includes('pods')));
     const env = podSpec(defaults, 'rel-aigateway-operator').containers[0].env as Array<{ name: string; value?: string }>;
     assert.equal(env.find((entry) => entry.name === 'AIGATEWAY_PROXY_SERVICE')?.value, 'rel-aigateway-proxy');

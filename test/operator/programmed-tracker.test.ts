@@ -1,5 +1,5 @@
-// Which config hash every ready proxy replica serves: the proxy Service's Endpoints (ready
-// addresses only) and each replica's GET /ready, asked by the leader only.
+// Which config hash every ready proxy replica serves: the proxy Service's EndpointSlices (ready
+// endpoints only, each address once) and each replica's GET /ready, asked by the leader only.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubeClient } from '../../operator/k8s/kube-client.ts';
@@ -20,7 +20,18 @@ function fakeClient(endpoints: () => unknown): { client: KubeClient; paths: stri
   return { client, paths };
 }
 
-const endpointsOf = (ips: string[]) => ({ subsets: [{ addresses: ips.map((ip) => ({ ip })), ports: [{ name: 'http', port: 8787 }] }] });
+// The Service has a metrics port too: the tracker must pick `http`. A terminating replica
+// (ready: false) and an address listed by two slices (e.g. mid-update) are not extra replicas.
+const endpointsOf = (ips: string[]) => ({
+  items: [
+    {
+      addressType: 'IPv4',
+      ports: [{ name: 'metrics', port: 9090 }, { name: 'http', port: 8787 }],
+      endpoints: [...ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })), { addresses: ['10.0.0.9'], conditions: { ready: false } }],
+    },
+    { addressType: 'IPv4', ports: [{ name: 'http', port: 8787 }], endpoints: ips.slice(0, 1).map((ip) => ({ addresses: [ip] })) },
+  ],
+});
 
 describe('ProgrammedTracker', () => {
   test('reports a hash only when every ready replica serves it, and asks only the ready addresses of the proxy Service', async () => {
@@ -40,7 +51,8 @@ describe('ProgrammedTracker', () => {
     tracker.start();
     tracker.expect('new');
     await eventually(() => tracker.snapshot.hash === 'old', 'both replicas on the old hash');
-    assert.deepEqual(paths[0], 'GET /api/v1/namespaces/team-a/endpoints/aigw-aigateway-proxy');
+    assert.deepEqual(paths[0], 'GET /apis/discovery.k8s.io/v1/namespaces/team-a/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Daigw-aigateway-proxy');
+    assert.equal(tracker.snapshot.replicas.length, 2);
     served.set('10.0.0.1:8787', 'new');
     await eventually(() => snapshots.some((snapshot) => snapshot.hash === undefined && snapshot.replicas.length === 2), 'a mixed snapshot');
     assert.equal(tracker.snapshot.hash, undefined, 'replicas disagree: nothing is served everywhere');
@@ -71,7 +83,7 @@ describe('ProgrammedTracker', () => {
     tracker.poke();
     await eventually(() => tracker.snapshot.replicas.length === 2, 'the replicas asked');
     assert.equal(tracker.snapshot.hash, undefined);
-    answer = { subsets: [] };
+    answer = { items: [] };
     await eventually(() => tracker.snapshot.replicas.length === 0, 'no ready replica');
     assert.equal(tracker.snapshot.hash, undefined);
     answer = new KubeApiError(404, 'NotFound', 'endpoints "proxy" not found');

@@ -38,6 +38,12 @@ export interface RateLimitCounterStore {
   consume(spec: WindowSpec, cost: number, now: number): Promise<CounterDecision>;
   /** Usage so far, counting nothing; allowed = used < limit (token policies admit on usage already counted). */
   peek(spec: WindowSpec, now: number): Promise<CounterDecision>;
+  /**
+   * Token reservations: atomically, while used < limit, admits and counts min(amount,
+   * limit - used), reported as `reserved`; with no room left refuses and counts nothing. Settle later with
+   * add(actual - reserved), so parallel requests cannot all be admitted on the same room.
+   */
+  reserve(spec: WindowSpec, amount: number, now: number): Promise<Reservation>;
   /** Adds usage after the fact (tokens from a provider's answer); a negative amount refunds. */
   add(spec: WindowSpec, amount: number, now: number): Promise<void>;
   /** Optional warm-up before serving (connect, load scripts), bounded by `timeoutMs`. */
@@ -46,6 +52,15 @@ export interface RateLimitCounterStore {
 }
 
 
+export interface Reservation extends CounterDecision {
+  /** What was counted: min(amount, room before the call); 0 when refused (allowed false). */
+  readonly reserved: number;
+}
+
+/** How much of `amount` an admitted reservation (used < limit) takes: what is left, at most. */
+export function reservedAmount(used: number, amount: number, limit: number): number {
+  return Math.max(0, Math.min(amount, limit - used));
+}
 
 /** The two fixed windows of one counter, rolled forward to `now`. */
 export interface WindowCounts {

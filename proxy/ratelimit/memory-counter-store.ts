@@ -6,10 +6,12 @@ import {
   assertValidSpec,
   decideFromCounts,
   elapsedInWindow,
+  reservedAmount,
   rollWindow,
   slidingUsage,
   type CounterDecision,
   type RateLimitCounterStore,
+  type Reservation,
   type WindowCounts,
   type WindowSpec,
 } from './counter-store.ts';
@@ -67,6 +69,18 @@ export class MemoryCounterStore implements RateLimitCounterStore {
       return decideFromCounts(spec, true, admitted, now);
     }
     return decideFromCounts(spec, false, counts, now);
+  }
+
+  async reserve(spec: WindowSpec, amount: number, now: number): Promise<Reservation> {
+    assertValidSpec(spec, amount, 'cost');
+    const counts = this.#rolled(spec, now);
+    const used = slidingUsage(counts.previous, counts.current, elapsedInWindow(counts, now, spec.windowMs), spec.windowMs);
+    if (!(used < spec.limit)) return { ...decideFromCounts(spec, false, counts, now), reserved: 0 };
+    const reserved = reservedAmount(used, amount, spec.limit);
+    if (reserved === 0) return { ...decideFromCounts(spec, true, counts, now), reserved };
+    const admitted = addToCounts(counts, reserved);
+    this.#store(spec, admitted, now);
+    return { ...decideFromCounts(spec, true, admitted, now), reserved };
   }
 
   async peek(spec: WindowSpec, now: number): Promise<CounterDecision> {

@@ -2,8 +2,8 @@
 //
 // Each counter is one hash, `<keyPrefix><spec.key>:<windowMs>` with fields w (fixed-window
 // index), p (previous window's count), c (current window's count), expiring 2 windows
-// after its last write — the longest its counts can still matter. Three Lua scripts
-// (consume, peek, add) roll the windows and decide atomically inside Redis, so processes
+// after its last write — the longest its counts can still matter. Four Lua scripts
+// (consume, reserve, peek, add) roll the windows and decide atomically inside Redis, so processes
 // never race between reading and counting. ioredis sends them with EVALSHA and falls back
 // to EVAL after a NOSCRIPT (a restarted or failed-over Redis).
 //
@@ -21,7 +21,7 @@
 // with backoff in the background.
 
 import { FailFastRedis, redactRedisUrl, type RedisConnection } from '../redis/fail-fast-redis.ts';
-import { assertValidSpec, decideFromCounts, type CounterDecision, type RateLimitCounterStore, type WindowCounts, type WindowSpec } from './counter-store.ts';
+import { assertValidSpec, decideFromCounts, type CounterDecision, type RateLimitCounterStore, type Reservation, type WindowCounts, type WindowSpec } from './counter-store.ts';
 import { CounterStoreUnavailableError } from '../errors.ts';
 
 export interface RedisCounterStoreOptions {
@@ -77,6 +77,26 @@ end
 return { 0, num(p), num(c), w }
 `;
 
+// ARGV: now, windowMs, limit, amount → { admitted 0|1, reserved, previous, current, window }; keep in step
+// with reservedAmount in counter-store.ts: while used < limit, count min(amount, limit - used).
+const RESERVE_LUA = `${LUA_PRELUDE}
+local limit = tonumber(ARGV[3])
+local amount = tonumber(ARGV[4])
+local used = p * (1 - elapsed / window) + c
+if used < limit then
+  local reserved = amount
+  if limit - used < reserved then reserved = limit - used end
+  if reserved > 0 then
+    c = c + reserved
+    save()
+  else
+    reserved = 0
+  end
+  return { 1, num(reserved), num(p), num(c), w }
+end
+return { 0, '0', num(p), num(c), w }
+`;
+
 // ARGV: now, windowMs → { previous, current, window }
 const PEEK_LUA = `${LUA_PRELUDE}
 return { num(p), num(c), w }
@@ -99,6 +119,7 @@ type CountsReply = [previous: string, current: string, window: number];
 /** The scripts as ioredis defines them on the client (defineCommand / `scripts`). */
 interface CounterScripts {
   aigwConsume(key: string, now: string, windowMs: string, limit: string, cost: string): Promise<[admitted: number, ...CountsReply]>;
+  aigwReserve(key: string, now: string, windowMs: string, limit: string, amount: string): Promise<[admitted: number, reserved: string, ...CountsReply]>;
   aigwPeek(key: string, now: string, windowMs: string): Promise<CountsReply>;
   aigwAdd(key: string, now: string, windowMs: string, amount: string): Promise<number>;
 }
@@ -122,6 +143,7 @@ export class RedisCounterStore implements RateLimitCounterStore {
       component: 'rate-limit counter store',
       scripts: {
         aigwConsume: { lua: CONSUME_LUA, numberOfKeys: 1 },
+        aigwReserve: { lua: RESERVE_LUA, numberOfKeys: 1 },
         aigwPeek: { lua: PEEK_LUA, numberOfKeys: 1, readOnly: true },
         aigwAdd: { lua: ADD_LUA, numberOfKeys: 1 },
       },
@@ -135,6 +157,14 @@ export class RedisCounterStore implements RateLimitCounterStore {
       client.aigwConsume(this.#key(spec), String(now), String(spec.windowMs), String(spec.limit), String(cost)),
     );
     return decideFromCounts(spec, admitted === 1, toCounts(counts), now);
+  }
+
+  async reserve(spec: WindowSpec, amount: number, now: number): Promise<Reservation> {
+    assertValidSpec(spec, amount, 'cost');
+    const [admitted, reserved, ...counts] = await this.#redis.call((client) =>
+      client.aigwReserve(this.#key(spec), String(now), String(spec.windowMs), String(spec.limit), String(amount)),
+    );
+    return { ...decideFromCounts(spec, admitted === 1, toCounts(counts), now), reserved: Number(reserved) };
   }
 
   async peek(spec: WindowSpec, now: number): Promise<CounterDecision> {

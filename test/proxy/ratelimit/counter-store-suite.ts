@@ -187,6 +187,34 @@ export function counterStoreSuite(name: string, create: () => Promise<RateLimitC
         assertDecision(await store.peek(s, T0), { used: 10 });
       }));
 
+    test('reserve takes what is left, up to the amount, and refuses once nothing is left', () =>
+      withStore(async (store) => {
+        const s = spec(50);
+        const first = await store.reserve(s, 30, T0);
+        assert.equal(first.allowed, true);
+        assert.equal(first.reserved, 30);
+        const second = await store.reserve(s, 30, T0);
+        assert.equal(second.allowed, true);
+        assert.equal(second.reserved, 20, 'only the room left is taken');
+        const third = await store.reserve(s, 1, T0);
+        assert.equal(third.allowed, false);
+        assert.equal(third.reserved, 0);
+        assertDecision(await store.peek(s, T0), { used: 50 });
+        // Settling to real usage gives the unused part back.
+        await store.add(s, 12 - 30, T0);
+        assertDecision(await store.peek(s, T0), { used: 32 });
+        assert.equal((await store.reserve(s, 100, T0)).reserved, 18);
+      }));
+
+    test('30 concurrent reservations against a budget of 50 admit only what fits', () =>
+      withStore(async (store) => {
+        const s = spec(50);
+        const decisions = await Promise.all(Array.from({ length: 30 }, () => store.reserve(s, 10, T0)));
+        assert.equal(decisions.filter((d) => d.allowed).length, 5);
+        assert.equal(decisions.reduce((sum, d) => sum + d.reserved, 0), 50);
+        assertDecision(await store.peek(s, T0), { used: 50 });
+      }));
+
     test('invalid specs and amounts are rejected before anything is counted', () =>
       withStore(async (store) => {
         const s = spec(5);

@@ -36,7 +36,7 @@ Commands:
                --max-in-flight <n>   most /v1 requests at once, then 503 (env AIGATEWAY_MAX_IN_FLIGHT, default 2048)
                --drain-timeout-ms <n> on SIGTERM, cut open requests after this (env AIGATEWAY_DRAIN_TIMEOUT_MS, default 30000)
                --shutdown-delay-ms <n> on SIGTERM, keep serving this long after readiness turns false (env AIGATEWAY_SHUTDOWN_DELAY_MS, default 0)
-               --metrics-port <n>    also serve /metrics on this port (env AIGATEWAY_METRICS_PORT)
+               --metrics-port <n>    serve /metrics on this port instead of --port (env AIGATEWAY_METRICS_PORT)
                --redis-url <url>     shared rate-limit counters and response cache (env REDIS_URL; default: in memory)
                --ratelimit-fail-mode open|closed  when Redis fails (env AIGATEWAY_RATELIMIT_FAIL_MODE, default open)
                --database-url <url>  PostgreSQL for gateway-managed files and batches, shared by replicas
@@ -177,7 +177,8 @@ async function serve(args: string[]): Promise<number> {
       throw error;
     },
   );
-  process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir})\n`);
+  const metricsAt = gateway.metricsOrigin === undefined ? '' : `, metrics ${gateway.metricsOrigin}/metrics`;
+  process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir}${metricsAt})\n`);
 
   const drainTimeoutMs = positiveInteger(pick(values['drain-timeout-ms'], 'AIGATEWAY_DRAIN_TIMEOUT_MS'), 'drain-timeout-ms');
   const shutdownDelayMs = positiveInteger(pick(values['shutdown-delay-ms'], 'AIGATEWAY_SHUTDOWN_DELAY_MS'), 'shutdown-delay-ms');

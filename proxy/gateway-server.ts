@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { authenticateMatchedRoute, isPublicRoute, PUBLIC_ROUTE } from './auth/route-access.ts';
 import type { GatewayState } from './config/gateway-state.ts';
 import { registerInferenceRoutes, type InferenceDeps } from './endpoints/inference-routes.ts';
+import { guardPathParams } from './endpoints/path-param-check.ts';
 import { sendGatewayError } from './error-reply.ts';
 import { GatewayError, toErrorBody } from './errors.ts';
 import { HEADER, headerValue } from './gateway-headers.ts';
@@ -33,6 +34,8 @@ export interface GatewayServerOptions {
   bodyLimitBytes?: number;
   /** OpenTelemetry tracing; default: what the OTEL_* environment asks for (off when unset); null: off. */
   tracer?: RequestTracer | null | undefined;
+  /** Serve GET /metrics on this (client-facing) port; false when a separate metrics port serves it. */
+  metricsRoute?: boolean | undefined;
 }
 
 export interface GatewayServer {
@@ -113,6 +116,9 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     }
   });
 
+  // Path parameters that leave their segment (`..`, `%2F`…) are refused on every route that has any.
+  app.addHook('onRoute', guardPathParams);
+
   // Headers must arrive promptly; bodies within requestTimeout.
   app.server.headersTimeout = 30_000;
   app.decorateRequest('gateway', null as never);
@@ -177,10 +183,13 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     if (!ready) return reply.code(503).send({ status: 'draining' });
     return { status: 'ready', config_hash: state.hash };
   });
-  app.get('/metrics', PUBLIC_ROUTE, async (_request, reply) => {
-    reply.header('content-type', metrics.registry.contentType);
-    return metrics.registry.metrics();
-  });
+  // Metrics name models, policies and cost: with a metrics port they are not on the clients' port.
+  if (options.metricsRoute !== false) {
+    app.get('/metrics', PUBLIC_ROUTE, async (_request, reply) => {
+      reply.header('content-type', metrics.registry.contentType);
+      return metrics.registry.metrics();
+    });
+  }
 
   registerInferenceRoutes(app, options.inference);
   if (options.controlPlane !== undefined) void app.register(options.controlPlane);

@@ -57,7 +57,7 @@ export interface StartGatewayOptions {
   plugins?: ReadonlyArray<(host: GatewayHost) => FastifyPluginAsync>;
   /** Receives a record of every finished /v1 request (the request log store). */
   requestSink?: RequestRecordSink;
-  /** Also serve /metrics on this port (e.g. one only the cluster's Prometheus can reach). */
+  /** Serve /metrics on this port instead of the client-facing one (e.g. one only the cluster's Prometheus can reach). */
   metricsPort?: number;
   /** Most /v1 requests in flight at once; beyond it, a fast 503 with retry-after (default 2048). */
   maxInFlight?: number;
@@ -228,6 +228,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     requestSink: options.requestSink,
     maxInFlight: options.maxInFlight,
     bodyLimitBytes: options.bodyLimitBytes,
+    metricsRoute: options.metricsPort === undefined,
   });
 
   injector = async (request) => {

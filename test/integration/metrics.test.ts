@@ -77,7 +77,7 @@ describe('GenAI and gateway metrics', () => {
 });
 
 describe('separate metrics port', () => {
-  test('/metrics is also served on its own port, without an API key', async () => {
+  test('/metrics is served on its own port, without an API key, and no longer on the client-facing port', async () => {
     const separate = await startHarness({ state: baseState(), metricsPort: 0 });
     try {
       const origin = separate.gateway.metricsOrigin;
@@ -86,6 +86,10 @@ describe('separate metrics port', () => {
       assert.equal(response.status, 200);
       assert.match(await response.text(), /aigateway_config_info/);
       assert.equal((await fetch(`${origin}/v1/chat/completions`)).status, 404);
+      // Metric labels name models, policies and cost: not for the clients' port.
+      const client = await fetch(`${separate.gateway.origin}/metrics`, { headers: { 'x-gateway-api-key': TEST_GATEWAY_KEY } });
+      assert.equal(client.status, 404);
+      assert.equal(((await client.json()) as { error: { code: string } }).error.code, 'AIGW_ERR_NOT_FOUND');
     } finally {
       await separate.close();
     }

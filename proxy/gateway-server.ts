@@ -4,7 +4,6 @@ import type { Logger } from 'pino';
 import { authenticateMatchedRoute, isPublicRoute, PUBLIC_ROUTE } from './auth/route-access.ts';
 import type { GatewayState } from './config/gateway-state.ts';
 import { registerInferenceRoutes, type InferenceDeps } from './endpoints/inference-routes.ts';
-import { guardPathParams } from './endpoints/path-param-check.ts';
 import { sendGatewayError } from './error-reply.ts';
 import { GatewayError, toErrorBody } from './errors.ts';
 import { HEADER, headerValue } from './gateway-headers.ts';
@@ -115,9 +114,6 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
       routes.push({ method, url: route.url, public: route.config?.public === true, scope: route.config?.gatewayScope });
     }
   });
-
-  // Path parameters that leave their segment (`..`, `%2F`…) are refused on every route that has any.
-  app.addHook('onRoute', guardPathParams);
 
   // Headers must arrive promptly; bodies within requestTimeout.
   app.server.headersTimeout = 30_000;

@@ -64,6 +64,7 @@ describe('Helm chart options (helm template)', { skip }, () => {
       'lint', CHART, '--strict',
       '--set', 'networkPolicy.enabled=true,serviceMonitor.enabled=true,podMonitor.enabled=true,priorityClassName=high',
       '--set', 'global.imageRegistry=registry.example.com,networkPolicy.stores.cidrs={10.0.0.0/8}',
+      '--set', 'postgresql.bundled.enabled=true,proxy.redis.existingSecret=redis-url',
     ]);
     assert.equal(all.code, 0, all.stdout + all.stderr);
   });
@@ -87,7 +88,8 @@ describe('Helm chart options (helm template)', { skip }, () => {
     const withApi = await render('serviceMonitor.enabled=true', 'podMonitor.enabled=true', '--api-versions=monitoring.coreos.com/v1');
     assert.equal(kinds(withApi, 'ServiceMonitor').length, 1);
     const podMonitor = find(withApi, 'PodMonitor', 'rel-aigateway');
-    assert.deepEqual(podMonitor.spec?.['podMetricsEndpoints'].map((endpoint: { port: string }) => endpoint.port), ['http', 'metrics']);
+    // both components serve /metrics on their `metrics` port only
+    assert.deepEqual(podMonitor.spec?.['podMetricsEndpoints'].map((endpoint: { port: string }) => endpoint.port), ['metrics']);
     assert.equal(kinds(defaults, 'ServiceMonitor').length + kinds(defaults, 'PodMonitor').length, 0);
   });
 
@@ -181,6 +183,96 @@ describe('Helm chart options (helm template)', { skip }, () => {
     assert.ok(!role.rules?.some((rule) => rule.resources.includes('pods')));
     const env = podSpec(defaults, 'rel-aigateway-operator').containers[0].env as Array<{ name: string; value?: string }>;
     assert.equal(env.find((entry) => entry.name === 'AIGATEWAY_PROXY_SERVICE')?.value, 'rel-aigateway-proxy');
+  });
+
+  test('PostgreSQL from an existing Secret: DATABASE_URL from it and the log store on it; unset, SQLite on a size-limited emptyDir', async () => {
+    const container = (manifests: Manifest[]) => podSpec(manifests, 'rel-aigateway-proxy').containers[0];
+    const envOf = (manifests: Manifest[], name: string) => ((container(manifests).env ?? []) as Array<{ name: string; value?: string; valueFrom?: unknown }>).find((entry) => entry.name === name);
+    assert.equal(envOf(defaults, 'DATABASE_URL'), undefined);
+    assert.ok(!container(defaults).args.some((arg: string) => arg.startsWith('--log-store')), 'standalone default: SQLite');
+    const data = podSpec(defaults, 'rel-aigateway-proxy').volumes.find((volume: { name: string }) => volume.name === 'data');
+    assert.deepEqual(data.emptyDir, { sizeLimit: '2Gi' });
+    const shared = await render('postgresql.existingSecret=pg-url', 'postgresql.key=uri', 'proxy.dataSizeLimit=500Mi');
+    assert.deepEqual(envOf(shared, 'DATABASE_URL')?.valueFrom, { secretKeyRef: { name: 'pg-url', key: 'uri' } });
+    assert.ok(container(shared).args.includes('--log-store=postgres'));
+    assert.equal(kinds(shared, 'StatefulSet').length, 0, 'nothing bundled');
+    assert.deepEqual(podSpec(shared, 'rel-aigateway-proxy').volumes.find((volume: { name: string }) => volume.name === 'data').emptyDir, { sizeLimit: '500Mi' });
+    const both = await helm(['template', 'rel', CHART, '--set', 'postgresql.existingSecret=pg-url,postgresql.bundled.enabled=true']);
+    assert.notEqual(both.code, 0);
+    assert.match(both.stderr, /existingSecret or bundled\.enabled, not both/);
+  });
+
+  test('bundled PostgreSQL: off by default; on, a one-replica StatefulSet of the official image whose generated URL the proxy uses, reachable only from the proxies', async () => {
+    assert.equal(kinds(defaults, 'StatefulSet').length, 0);
+    const manifests = await render('postgresql.bundled.enabled=true', 'networkPolicy.enabled=true', 'global.storageClass=fast');
+    const statefulSet = find(manifests, 'StatefulSet', 'rel-aigateway-postgresql');
+    assert.equal(statefulSet.spec?.['replicas'], 1);
+    const pod = statefulSet.spec?.['template'].spec;
+    assert.match(pod.containers[0].image, /^docker\.io\/library\/postgres:/);
+    assert.equal(pod.securityContext.runAsNonRoot, true);
+    assert.equal(statefulSet.spec?.['volumeClaimTemplates'][0].spec.storageClassName, 'fast');
+    const secret = find(manifests, 'Secret', 'rel-aigateway-postgresql') as Manifest & { stringData: Record<string, string> };
+    const url = new URL(secret.stringData['url'] ?? '');
+    assert.equal(url.hostname, 'rel-aigateway-postgresql.aigw.svc');
+    assert.equal(decodeURIComponent(url.password), secret.stringData['password']);
+    assert.ok((secret.stringData['password'] ?? '').length >= 32);
+    find(manifests, 'Service', 'rel-aigateway-postgresql');
+    const env = podSpec(manifests, 'rel-aigateway-proxy').containers[0].env as Array<{ name: string; valueFrom?: unknown }>;
+    assert.deepEqual(env.find((entry) => entry.name === 'DATABASE_URL')?.valueFrom, { secretKeyRef: { name: 'rel-aigateway-postgresql', key: 'url' } });
+    const policy = find(manifests, 'NetworkPolicy', 'rel-aigateway-postgresql').spec ?? {};
+    assert.deepEqual(policy['ingress'][0].from[0].podSelector.matchLabels['app.kubernetes.io/component'], 'proxy');
+    const egress = find(manifests, 'NetworkPolicy', 'rel-aigateway-proxy').spec?.['egress'] as Array<{ to?: Array<{ podSelector?: { matchLabels: Record<string, string> } }> }>;
+    assert.ok(egress.some((rule) => rule.to?.some((to) => to.podSelector?.matchLabels['app.kubernetes.io/component'] === 'postgresql')), 'proxy egress to the bundled PostgreSQL');
+  });
+
+  test('Redis URL from an existing Secret (the plain redisUrl still works); a configured store always gets its egress rule', async () => {
+    const envOf = (manifests: Manifest[]) => podSpec(manifests, 'rel-aigateway-proxy').containers[0].env as Array<{ name: string; value?: string; valueFrom?: unknown }>;
+    const fromSecret = await render('proxy.redis.existingSecret=redis-url', 'proxy.redisUrl=redis://plain:6379');
+    const redis = envOf(fromSecret).filter((entry) => entry.name === 'REDIS_URL');
+    assert.deepEqual(redis, [{ name: 'REDIS_URL', valueFrom: { secretKeyRef: { name: 'redis-url', key: 'url' } } }], 'the Secret wins, no plain value');
+    const legacy = await render('proxy.redisUrl=redis://plain:6379');
+    assert.deepEqual(envOf(legacy).find((entry) => entry.name === 'REDIS_URL')?.value, 'redis://plain:6379');
+    const storeRule = (manifests: Manifest[]) =>
+      (find(manifests, 'NetworkPolicy', 'rel-aigateway-proxy').spec?.['egress'] as Array<{ ports: Array<{ port: number }>; to?: unknown[] }>).find((rule) =>
+        rule.ports.some((port) => port.port === 6379),
+      );
+    // No store configured and no addresses given: no rule (nothing to reach).
+    assert.equal(storeRule(await render('networkPolicy.enabled=true')), undefined);
+    // Redis configured without addresses: the rule exists (any address on the store ports), so rate limits do not silently fail open.
+    const open = storeRule(await render('networkPolicy.enabled=true', 'proxy.redis.existingSecret=redis-url'));
+    assert.ok(open);
+    assert.equal(open.to, undefined);
+    assert.ok(storeRule(await render('networkPolicy.enabled=true', 'postgresql.existingSecret=pg-url')));
+    const narrowed = storeRule(
+      await render(
+        'networkPolicy.enabled=true',
+        'proxy.redis.existingSecret=redis-url',
+        'networkPolicy.stores.cidrs={10.2.0.0/16}',
+        'networkPolicy.stores.selectors[0].namespaceSelector.matchLabels.team=data',
+        'networkPolicy.stores.selectors[0].podSelector.matchLabels.app=redis',
+      ),
+    );
+    assert.deepEqual(narrowed?.to, [
+      { ipBlock: { cidr: '10.2.0.0/16' } },
+      { namespaceSelector: { matchLabels: { team: 'data' } }, podSelector: { matchLabels: { app: 'redis' } } },
+    ]);
+  });
+
+  test('/metrics on the proxy\'s own metrics port: flag, container and Service port, ServiceMonitor and NetworkPolicy; metricsPort=0 keeps it on the client port', async () => {
+    const container = podSpec(defaults, 'rel-aigateway-proxy').containers[0];
+    assert.ok(container.args.includes('--metrics-port=9090'));
+    assert.deepEqual(container.ports.map((port: { name: string }) => port.name), ['http', 'metrics']);
+    const service = find(defaults, 'Service', 'rel-aigateway-proxy');
+    assert.deepEqual(service.spec?.['ports'].map((port: { name: string; targetPort: string }) => [port.name, port.targetPort]), [['http', 'http'], ['metrics', 'metrics']]);
+    const monitored = await render('serviceMonitor.enabled=true', 'networkPolicy.enabled=true', 'networkPolicy.metricsNamespaceSelector.matchLabels.team=monitoring', '--api-versions=monitoring.coreos.com/v1');
+    assert.deepEqual(find(monitored, 'ServiceMonitor', 'rel-aigateway').spec?.['endpoints'].map((endpoint: { port: string }) => endpoint.port), ['metrics']);
+    const ingress = find(monitored, 'NetworkPolicy', 'rel-aigateway-proxy').spec?.['ingress'] as Array<{ ports: Array<{ port: number }>; from: unknown[] }>;
+    const onPort = (port: number) => ingress.filter((rule) => rule.ports.some((entry) => entry.port === port));
+    assert.deepEqual(onPort(9090).map((rule) => rule.from), [[{ namespaceSelector: { matchLabels: { team: 'monitoring' } } }]]);
+    assert.ok(!onPort(8787)[0]?.from.some((from) => JSON.stringify(from).includes('monitoring')), 'scrapers do not reach the client port');
+    const same = await render('proxy.metricsPort=0', 'serviceMonitor.enabled=true', '--api-versions=monitoring.coreos.com/v1');
+    assert.ok(!podSpec(same, 'rel-aigateway-proxy').containers[0].args.some((arg: string) => arg.startsWith('--metrics-port')));
+    assert.deepEqual(find(same, 'ServiceMonitor', 'rel-aigateway').spec?.['endpoints'].map((endpoint: { port: string }) => endpoint.port), ['http', 'metrics']);
   });
 
   test('the default image is a local name (there is no public image) and NOTES say so', async () => {

@@ -135,3 +135,23 @@ topologySpreadConstraints:
     {{- end }}
   {{- end }}
 {{- end -}}
+
+{{- define "aigateway.postgresqlName" -}}
+{{ include "aigateway.fullname" . }}-postgresql
+{{- end -}}
+
+{{- /* The Secret and key holding the PostgreSQL URL ("" when neither postgresql option is set). */ -}}
+{{- define "aigateway.databaseSecretRef" -}}
+{{- $pg := .Values.postgresql -}}
+{{- if and $pg.existingSecret $pg.bundled.enabled -}}
+{{- fail "postgresql: set existingSecret or bundled.enabled, not both" -}}
+{{- else if $pg.existingSecret -}}
+{ name: {{ $pg.existingSecret | quote }}, key: {{ $pg.key | quote }} }
+{{- else if $pg.bundled.enabled -}}
+{ name: {{ include "aigateway.postgresqlName" . | quote }}, key: url }
+{{- end -}}
+{{- end -}}
+
+{{- define "aigateway.redisConfigured" -}}
+{{- if or .Values.proxy.redis.existingSecret .Values.proxy.redisUrl -}}true{{- end -}}
+{{- end -}}

@@ -21,16 +21,25 @@ COPY bin ./bin
 COPY proxy ./proxy
 COPY operator ./operator
 COPY crds ./crds
+# `docker run <image>` with no mounts serves the example state (a random gateway API key is
+# printed at start); the chart and compose.yaml mount their own over /etc/aigateway/state.
+COPY gateway.example.yaml /etc/aigateway/state/gateway.yaml
 # A compile-cache seed made at build time, by the uid the container runs as (Node keeps one
 # cache per uid): a container's first start copies it to /tmp and loads compiled,
 # type-stripped modules instead of stripping and compiling ~1,000 of them (docs/performance.md).
 RUN ["node", "-e", "fs.mkdirSync('/app/.compile-cache'); fs.chownSync('/app/.compile-cache', 1000, 1000)"]
 ENV AIGATEWAY_COMPILE_CACHE_SEED=/app/.compile-cache \
     AIGATEWAY_COMPILE_CACHE_DIR=/tmp/aigateway-compile-cache
-# The image's `node` user (uid/gid 1000): never root. Nothing in /app is writable by it at run
-# time: the chart runs with a read-only root filesystem and mounts --data-dir and /tmp as volumes.
+# The default data directory (SQLite stores, the generated secret key), owned by uid 1000:
+# without it `docker run <image>` dies at start. The chart mounts an emptyDir at --data-dir.
+RUN ["node", "-e", "fs.mkdirSync('/app/.data', { mode: 0o700 }); fs.chownSync('/app/.data', 1000, 1000)"]
+ENV AIGATEWAY_DATA_DIR=/app/.data
+# The image's `node` user (uid/gid 1000): never root. Nothing else in /app is writable by it at
+# run time: the chart runs with a read-only root filesystem and mounts --data-dir and /tmp as volumes.
 USER 1000:1000
 RUN ["node", "bin/warm-compile-cache.js", "/app/.compile-cache"]
+# Mount a volume here to keep the request log and batches beyond the container.
+VOLUME ["/app/.data"]
 EXPOSE 8787 8080 9090
 ENTRYPOINT ["node", "bin/aigateway.js"]
 CMD ["serve", "--config", "/etc/aigateway/state/gateway.yaml", "--host", "0.0.0.0"]

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { GatewayApiKey, GatewayScope, GatewayState } from '../config/gateway-state.ts';
-import { API_KEY_HEADER, authenticateApiKey } from './api-key-auth.ts';
+import { authenticateApiKey, dropGatewayKeyHeaders, presentedKey } from './api-key-auth.ts';
 
 // Who may call a route is decided from the route Fastify actually matched (its options),
 // never from the raw URL: `/%76%31/logs`, `http://x/v1/logs`, `//v1/logs` and `/v1/logs/`
@@ -27,7 +27,13 @@ export function isPublicRoute(request: FastifyRequest): boolean {
 /**
  * Authenticates the request against the route it matched: 401 without a valid key, 403
  * without the route's scope. Throws for public routes' callers never (they are skipped).
+ * The key may come as x-gateway-api-key or as the bearer token (api-key-auth.ts); the
+ * client's copies of it are then removed from the headers, so it never goes upstream.
  */
 export function authenticateMatchedRoute(request: FastifyRequest, state: GatewayState): GatewayApiKey {
-  return authenticateApiKey(state, request.headers[API_KEY_HEADER], request.routeOptions.config?.gatewayScope);
+  const headers = request.raw.headers;
+  const presented = presentedKey(headers);
+  const key = authenticateApiKey(state, presented.value, request.routeOptions.config?.gatewayScope, presented.header);
+  dropGatewayKeyHeaders(headers, presented);
+  return key;
 }

@@ -29,7 +29,7 @@ export function resolveTarget(
 ): ResolvedTarget {
   const known = resolved.get(state)?.get(node);
   if (known !== undefined && known.path === path) return known;
-  const target = resolveUncached(node, path, state, requestHeaders);
+  const target = resolveUncached(node, path, state, requestHeaders, origin);
   if (origin === 'request') checkCredentialHost(target, node, state);
   if (catalogEntry(target.provider)?.resolveOptions === undefined) {
     let perState = resolved.get(state);
@@ -42,8 +42,17 @@ export function resolveTarget(
   return target;
 }
 
-function resolveUncached(node: RoutingConfig, path: string, state: GatewayState, requestHeaders: IncomingHttpHeaders): ResolvedTarget {
-  const saved = savedProviderFor(node, state);
+function resolveUncached(
+  given: RoutingConfig,
+  path: string,
+  state: GatewayState,
+  givenHeaders: IncomingHttpHeaders,
+  origin: ConfigOrigin,
+): ResolvedTarget {
+  const saved = savedProviderFor(given, state);
+  const clientCredential = clientCredentialAllowed(saved, origin);
+  const node = clientCredential || origin === 'operator' ? given : withoutClientCredential(given);
+  const requestHeaders = clientCredential ? givenHeaders : withoutCredentialHeaders(givenHeaders);
   const providerName = saved?.provider ?? node.provider;
   if (providerName === undefined) {
     throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `${path}: a target needs provider or virtual_key.`, {
@@ -94,6 +103,29 @@ function resolveUncached(node: RoutingConfig, path: string, state: GatewayState,
 }
 
 /**
+ * A client's credential (Authorization, x-api-key, a request-written api_key) goes only to
+ * a provider the request itself names with it: never to a saved provider, unless its
+ * definition opts in (`forwardClientCredential`), nor to a target an operator's config
+ * chose. Saved providers bring their own key, or none (a keyless local model).
+ */
+function clientCredentialAllowed(saved: SavedProvider | undefined, origin: ConfigOrigin): boolean {
+  if (saved !== undefined) return saved.forwardClientCredential === true;
+  return origin === 'request';
+}
+
+function withoutClientCredential(node: RoutingConfig): RoutingConfig {
+  if (node.api_key === undefined && node.Authorization === undefined) return node;
+  const { api_key: _apiKey, Authorization: _authorization, ...rest } = node;
+  return rest;
+}
+
+function withoutCredentialHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  if (headers['authorization'] === undefined && headers['x-api-key'] === undefined) return headers;
+  const { authorization: _authorization, 'x-api-key': _apiKey, ...rest } = headers;
+  return rest;
+}
+
+/**
  * Refuses a request-written target that would send a saved credential anywhere but the
  * saved provider's own origin (its operator-set custom host, or the provider's public API).
  * Provider-owned regional hosts (Vertex AI, Bedrock) count as the provider's own.
@@ -131,7 +163,7 @@ function homeOrigin(saved: SavedProvider, state: GatewayState): string | undefin
   if (perState.has(saved.slug)) return perState.get(saved.slug);
   let origin: string | undefined;
   try {
-    origin = new URL(resolveUncached({ provider: `@${saved.slug}` }, 'provider', state, NO_HEADERS).baseUrl).origin;
+    origin = new URL(resolveUncached({ provider: `@${saved.slug}` }, 'provider', state, NO_HEADERS, 'operator').baseUrl).origin;
   } catch {
     origin = undefined; // the operator set no host of its own: the request may not pick one
   }

@@ -239,13 +239,13 @@ describe('/v1/messages to Anthropic (native)', () => {
 });
 
 describe('/v1/messages errors are Anthropic-shaped', () => {
-  test('missing gateway key → 401 authentication_error', async () => {
+  test('a provider key where the gateway key belongs → 401 authentication_error', async () => {
     const client = new Anthropic({ baseURL: harness.gateway.origin, apiKey: KEY, maxRetries: 0 });
     const error = await client.messages.create({ model: MODEL, max_tokens: 16, messages: [{ role: 'user', content: 'Hi' }] }).catch((caught: unknown) => caught);
     assert.ok(error instanceof Anthropic.AuthenticationError);
     assert.deepEqual((error as InstanceType<typeof Anthropic.AuthenticationError>).error, {
       type: 'error',
-      error: { type: 'authentication_error', message: 'Missing gateway API key: send it in the x-gateway-api-key header.' },
+      error: { type: 'authentication_error', message: 'Invalid gateway API key.' },
     });
   });
 

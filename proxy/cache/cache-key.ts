@@ -8,11 +8,13 @@
 // provider's abuse monitoring; it does not change the answer, and keying on it would give
 // every user a cache of their own). Everything else in the body counts.
 //
-// Without a namespace the key also covers the endpoint, the target identity (provider,
-// host, model — an answer from one provider never serves a request routed to another) and
-// the request metadata (x-gateway-metadata). With x-gateway-cache-namespace it is
-// namespace + endpoint + body only: the caller chose the partition, so metadata and target
-// are ignored (a namespace shared by a fallback's targets hits whichever answered first).
+// Every key covers the calling key's workspace (and organisation), the endpoint and the
+// target identity (provider, host, credential — an answer from one provider never serves a
+// request routed to another): workspaces are a tenancy boundary, and no header a caller
+// sends can lift it. Without a namespace the key also covers the request metadata
+// (x-gateway-metadata). With x-gateway-cache-namespace the namespace takes the metadata's
+// place: the caller chose the partition within its workspace and target, so metadata is
+// ignored (a namespace shared by a fallback's targets hits whichever answered first).
 //
 // Anthropic /v1/messages bodies are keyed the same way (model, system, messages, tools,
 // tool_choice, thinking… all count), with the client's anthropic-version and
@@ -20,7 +22,7 @@
 //
 // Semantic mode: a nearest-neighbour search over embeddings needs a partition inside which
 // "close enough" is safe. It is the simple key's scope with the new text taken out: the
-// same endpoint, target (or namespace), metadata, every other body parameter, and the
+// same workspace, endpoint, target, metadata (or namespace), every other body parameter, and the
 // conversation up to its last message verbatim. Only the last message's text (the
 // question just asked) is embedded, so a paraphrased question after the same system prompt
 // and history can hit, while a different system prompt, tool set, temperature or model
@@ -30,14 +32,18 @@ import { createHash } from 'node:crypto';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 
 /** Bumped when the key derivation changes, so old entries are never read with new meaning. */
-const KEY_VERSION = 1;
+const KEY_VERSION = 2;
 
 /** Body fields that do not change the answer, left out of every key. */
 const IGNORED_BODY_FIELDS: ReadonlySet<string> = new Set(['stream', 'stream_options', 'user']);
 
 export interface CacheKeyInput {
+  /** The calling key's workspace: entries never cross it, whatever the namespace. */
+  readonly workspace: string;
+  /** The calling key's organisation, when it has one. */
+  readonly organisation?: string | undefined;
   readonly endpoint: InferenceEndpoint;
-  /** Target identity (provider, host, model), computed by the caller; ignored with a namespace. */
+  /** Target identity (provider, host, credential), computed by the caller. */
   readonly identity: string;
   /** The request body as the provider will see it (after prompt rendering and override_params). */
   readonly body: Readonly<Record<string, unknown>>;
@@ -55,7 +61,7 @@ export interface SemanticPartitionInput extends CacheKeyInput {
 /**
  * The exact-match cache key: SHA-256 hex of the canonical request.
  * @example
- * simpleCacheKey({ endpoint: 'chat.completions', identity: 'openai|api.openai.com|gpt-4o', body })
+ * simpleCacheKey({ workspace: 'team-a', endpoint: 'chat.completions', identity: 'openai|api.openai.com|gpt-4o', body })
  */
 export function simpleCacheKey(input: CacheKeyInput): string {
   return sha256Hex(canonicalJson({ v: KEY_VERSION, kind: 'simple', ...scope(input), body: withoutIgnored(input.body) }));
@@ -133,12 +139,11 @@ function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-/** What bounds an entry besides the body: namespace, or endpoint + target + metadata. */
+/** What bounds an entry besides the body: workspace + endpoint + target, then namespace or metadata. */
 function scope(input: CacheKeyInput): Record<string, unknown> {
-  if (input.namespace !== undefined && input.namespace !== '') {
-    return { namespace: input.namespace, endpoint: input.endpoint };
-  }
-  return { endpoint: input.endpoint, identity: input.identity, metadata: input.metadata ?? {} };
+  const tenant = { workspace: input.workspace, organisation: input.organisation ?? null, endpoint: input.endpoint, identity: input.identity };
+  if (input.namespace !== undefined && input.namespace !== '') return { ...tenant, namespace: input.namespace };
+  return { ...tenant, metadata: input.metadata ?? {} };
 }
 
 function withoutIgnored(body: Readonly<Record<string, unknown>>): Record<string, unknown> {

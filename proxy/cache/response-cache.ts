@@ -22,12 +22,16 @@ export interface CacheRequest {
   readonly mode: 'simple' | 'semantic' | undefined;
   /** The effective `cache.max_age` in seconds; undefined → 7 days; 0 → nothing is stored. */
   readonly maxAgeSeconds?: number | undefined;
+  /** The calling key's workspace: no entry is shared across workspaces. */
+  readonly workspace: string;
+  /** The calling key's organisation, when it has one. */
+  readonly organisation?: string | undefined;
   readonly endpoint: InferenceEndpoint;
-  /** Target identity (provider, host, model). */
+  /** Target identity (provider, host, credential). */
   readonly identity: string;
   readonly body: Readonly<Record<string, unknown>>;
   readonly metadata?: Readonly<Record<string, unknown>> | undefined;
-  /** x-gateway-cache-namespace. */
+  /** x-gateway-cache-namespace: narrows within the workspace and target. */
   readonly namespace?: string | undefined;
   /** x-gateway-cache-force-refresh. */
   readonly forceRefresh?: boolean | undefined;

@@ -281,7 +281,7 @@ async function lookupCache(
   const { cache } = deps;
   if (cache === undefined) return {};
   const context = request.gateway;
-  const cacheRequest = cacheRequestOf(selection.plan, selection.configId, context.state, endpoint, body, request.headers, context.metadata);
+  const cacheRequest = cacheRequestOf(selection.plan, selection.configId, context, endpoint, body, request.headers);
   if (cacheRequest === undefined) return {};
   const span = context.span?.startChild('aigateway.cache.lookup');
   const flow: CacheFlow = { request: cacheRequest, lookup: await cache.lookup(cacheRequest) };

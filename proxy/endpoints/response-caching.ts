@@ -24,26 +24,33 @@ export interface CacheFlow {
   readonly lookup: CacheLookup;
 }
 
-/** The cache request for this call, or undefined when the config has no `cache`. */
+/**
+ * The cache request for this call, or undefined when the config has no `cache`. The
+ * calling key's workspace and the plan's targets are always part of it: a namespace
+ * header narrows within them, never across.
+ */
 export function cacheRequestOf(
   plan: PlanNode,
   configId: string | undefined,
-  state: GatewayState,
+  context: RequestContext,
   endpoint: InferenceEndpoint,
   body: Record<string, unknown>,
   headers: Record<string, string | string[] | undefined>,
-  metadata: Readonly<Record<string, unknown>> | undefined,
 ): CacheRequest | undefined {
   const settings = plan.settings.cache;
   if (settings === undefined) return undefined;
   const namespace = headerValue(headers[HEADER.cacheNamespace]);
+  const key = context.apiKey;
   return {
     mode: settings.mode,
     maxAgeSeconds: settings.max_age,
+    // Every cached route needs a key; a request without one gets a partition of its own.
+    workspace: key === undefined ? '\u0000no-key' : key.workspace,
+    organisation: key?.organisation,
     endpoint,
-    identity: identityOf(plan, configId, state),
+    identity: identityOf(plan, configId, context.state),
     body: endpoint === 'messages' ? withAnthropicHeaders(body, headers) : body,
-    metadata,
+    metadata: context.metadata,
     namespace: namespace === '' ? undefined : namespace,
     forceRefresh: headerValue(headers[HEADER.cacheForceRefresh])?.toLowerCase() === 'true',
   };
@@ -60,27 +67,35 @@ function withAnthropicHeaders(body: Record<string, unknown>, headers: Record<str
   return { ...body, 'anthropic-version': version ?? null, 'anthropic-beta': [...betas].sort() };
 }
 
-const identities = new WeakMap<PlanNode, string>();
+// Per snapshot: a reload that moves a saved provider to another host or key changes the identity.
+const identities = new WeakMap<GatewayState, WeakMap<PlanNode, string>>();
 
 /**
- * Target identity for the key: the saved config's id, or a digest of the plan's providers,
- * hosts and credentials (answers from different accounts or hosts never mix). The model
- * is in the body, which the key covers.
+ * Target identity for the key: the saved config's id (if any) and a digest of every leaf's
+ * resolved provider, host and credential — answers from different accounts or hosts never
+ * mix. The model is in the body, which the key covers.
  */
 function identityOf(plan: PlanNode, configId: string | undefined, state: GatewayState): string {
-  if (configId !== undefined) return `config:${configId}`;
-  const cached = identities.get(plan);
+  let perState = identities.get(state);
+  if (perState === undefined) {
+    perState = new WeakMap();
+    identities.set(state, perState);
+  }
+  const cached = perState.get(plan);
   if (cached !== undefined) return cached;
-  const leaves: string[] = [];
+  const leaves: unknown[] = [];
   const walk = (node: PlanNode): void => {
     if (node.mode !== undefined) return node.children.forEach(walk);
     const { provider, virtual_key: virtualKey, custom_host: customHost, api_key: apiKey } = node.settings;
-    const saved = virtualKey === undefined ? undefined : state.providersByVirtualKey.get(virtualKey)?.slug;
-    leaves.push([provider, saved ?? virtualKey, customHost, apiKey === undefined ? '' : sha(apiKey)].join('|'));
+    const saved =
+      virtualKey !== undefined ? state.providersByVirtualKey.get(virtualKey) : provider?.startsWith('@') === true ? state.providersBySlug.get(provider.slice(1)) : undefined;
+    const key = saved?.apiKey ?? apiKey;
+    leaves.push([saved?.provider ?? provider, saved === undefined ? virtualKey : `@${saved.slug}`, customHost ?? saved?.customHost, key === undefined ? '' : sha(key)]);
   };
   walk(plan);
-  const identity = `inline:${sha(leaves.join(';'))}`;
-  identities.set(plan, identity);
+  const digest = sha(JSON.stringify(leaves));
+  const identity = configId === undefined ? `inline:${digest}` : `config:${configId}:${digest}`;
+  perState.set(plan, identity);
   return identity;
 }
 

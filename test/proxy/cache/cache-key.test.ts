@@ -16,7 +16,7 @@ const body = (): Record<string, unknown> => ({
 });
 
 const key = (overrides: Partial<CacheKeyInput> = {}): string =>
-  simpleCacheKey({ endpoint: 'chat.completions', identity: IDENTITY, body: body(), metadata: { team: 'a' }, ...overrides });
+  simpleCacheKey({ workspace: 'team-a', endpoint: 'chat.completions', identity: IDENTITY, body: body(), metadata: { team: 'a' }, ...overrides });
 
 /** The same JSON value with every object's keys in reverse order, at every depth. */
 function reverseKeys(value: unknown): unknown {
@@ -78,7 +78,9 @@ describe('simple cache key', () => {
     assert.equal(key({ body: { ...body(), absent: undefined } }), key());
   });
 
-  test('without a namespace: endpoint, target identity and metadata are part of the key', () => {
+  test('without a namespace: workspace, organisation, endpoint, target identity and metadata are part of the key', () => {
+    assert.notEqual(key({ workspace: 'team-b' }), key());
+    assert.notEqual(key({ organisation: 'org-2' }), key());
     assert.notEqual(key({ endpoint: 'completions' }), key());
     assert.notEqual(key({ identity: 'anthropic|api.anthropic.com|gpt-4o-mini' }), key());
     assert.notEqual(key({ metadata: { team: 'b' } }), key());
@@ -86,14 +88,16 @@ describe('simple cache key', () => {
     assert.equal(key({ metadata: undefined }), key({ metadata: {} }));
   });
 
-  test('a namespace partitions the cache and ignores metadata and target identity', () => {
+  test('a namespace narrows within the workspace and target: it ignores metadata only', () => {
     const ns = key({ namespace: 'tenant-1' });
     assert.notEqual(ns, key(), 'namespaced entries are separate from unnamespaced ones');
     assert.notEqual(key({ namespace: 'tenant-2' }), ns);
     assert.equal(key({ namespace: 'tenant-1', metadata: { team: 'b', user: 'x' } }), ns);
     assert.equal(key({ namespace: 'tenant-1', metadata: undefined }), ns);
-    assert.equal(key({ namespace: 'tenant-1', identity: 'other|host|model' }), ns);
-    // Still the endpoint and the body.
+    // Still the workspace, the target, the endpoint and the body.
+    assert.notEqual(key({ namespace: 'tenant-1', workspace: 'team-b' }), ns);
+    assert.notEqual(key({ namespace: 'tenant-1', organisation: 'org-2' }), ns);
+    assert.notEqual(key({ namespace: 'tenant-1', identity: 'other|host|model' }), ns);
     assert.notEqual(key({ namespace: 'tenant-1', endpoint: 'completions' }), ns);
     assert.notEqual(key({ namespace: 'tenant-1', body: { ...body(), temperature: 1 } }), ns);
     assert.equal(key({ namespace: 'tenant-1', body: { ...body(), user: 'u', stream: true } }), ns);
@@ -123,7 +127,7 @@ describe('semantic partition and conversation text', () => {
     ...extra,
   });
   const partition = (b: Record<string, unknown>, overrides: Partial<CacheKeyInput> & { embedder?: string } = {}): string =>
-    semanticPartition({ endpoint: 'chat.completions', identity: IDENTITY, body: b, embedder: 'lexical-v1:1024', ...overrides });
+    semanticPartition({ workspace: 'team-a', endpoint: 'chat.completions', identity: IDENTITY, body: b, embedder: 'lexical-v1:1024', ...overrides });
 
   test('the embedded text is the last message; the rest of the request is the partition', () => {
     assert.equal(conversationText('chat.completions', chat('Capital of France?')), 'Capital of France?');
@@ -131,7 +135,7 @@ describe('semantic partition and conversation text', () => {
     assert.equal(partition(chat('a', { stream: true, user: 'u' })), partition(chat('b')));
   });
 
-  test('model, other parameters, history, namespace, metadata, target and embedder separate partitions', () => {
+  test('workspace, model, other parameters, history, namespace, metadata, target and embedder separate partitions', () => {
     const base = partition(chat('q'));
     const others = [
       partition(chat('q', { model: 'gpt-4o' })),
@@ -139,6 +143,7 @@ describe('semantic partition and conversation text', () => {
       partition(chat('q', { tools: [{ type: 'function', function: { name: 'f' } }] })),
       partition({ ...chat('q'), messages: [{ role: 'system', content: 'You write poems.' }, { role: 'user', content: 'q' }] }),
       partition({ ...chat('q'), messages: [{ role: 'user', content: 'q' }] }),
+      partition(chat('q'), { workspace: 'team-b' }),
       partition(chat('q'), { namespace: 'n1' }),
       partition(chat('q'), { metadata: { team: 'a' } }),
       partition(chat('q'), { identity: 'other' }),
@@ -146,8 +151,10 @@ describe('semantic partition and conversation text', () => {
       partition(chat('q'), { endpoint: 'completions' }),
     ];
     assert.equal(new Set([base, ...others]).size, others.length + 1);
-    // A namespace ignores metadata and target, as the simple key does.
-    assert.equal(partition(chat('q'), { namespace: 'n1', metadata: { a: 1 }, identity: 'x' }), partition(chat('q'), { namespace: 'n1' }));
+    // A namespace ignores metadata, as the simple key does, but never the workspace or the target.
+    assert.equal(partition(chat('q'), { namespace: 'n1', metadata: { a: 1 } }), partition(chat('q'), { namespace: 'n1' }));
+    assert.notEqual(partition(chat('q'), { namespace: 'n1', identity: 'x' }), partition(chat('q'), { namespace: 'n1' }));
+    assert.notEqual(partition(chat('q'), { namespace: 'n1', workspace: 'team-b' }), partition(chat('q'), { namespace: 'n1' }));
   });
 
   test('text parts are embedded; other parts (images) stay exact in the partition', () => {

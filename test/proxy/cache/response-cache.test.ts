@@ -9,6 +9,7 @@ import { CacheStoreUnavailableError } from '../../../proxy/errors.ts';
 
 const chat = (question: string, extra: Partial<CacheRequest> = {}): CacheRequest => ({
   mode: 'simple',
+  workspace: 'default',
   endpoint: 'chat.completions',
   identity: 'openai|api.openai.com|gpt-4o-mini',
   body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: question }] },

@@ -61,7 +61,7 @@ describe('semantic lookup with the lexical embedder and the memory index', () =>
     ],
   });
   const lookup = (body: Record<string, unknown>) => ({
-    partition: semanticPartition({ endpoint: 'chat.completions', identity: `openai|api.openai.com|${String(body['model'])}`, body, embedder: embedder.id }),
+    partition: semanticPartition({ workspace: 'default', endpoint: 'chat.completions', identity: `openai|api.openai.com|${String(body['model'])}`, body, embedder: embedder.id }),
     text: conversationText('chat.completions', body),
   });
   const THRESHOLD = 0.9;

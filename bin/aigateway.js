@@ -25,5 +25,8 @@ if (seed !== undefined && cacheDir !== undefined && (!existsSync(cacheDir) || re
 // directory, not getCompileCacheDir() (which adds Node's version/flags/uid level again).
 const enabled = enableCompileCache?.(cacheDir);
 if (enabled?.directory !== undefined) process.env['NODE_COMPILE_CACHE'] = enabled.directory;
-const { runCli } = await import('./commands.ts');
+// Installed from npm (under node_modules, where Node does not strip types) the package runs
+// the type-stripped copy its prepack step built (bin/build-package.js).
+const installed = import.meta.url.includes('/node_modules/');
+const { runCli } = await import(installed ? '../dist/bin/commands.js' : './commands.ts');
 await runCli(process.argv.slice(2));

@@ -8,6 +8,7 @@ import type { PromptEntry } from '../prompts/prompt-schema.ts';
 import { compileEgressPolicy, type EgressPolicy } from '../upstream/egress-policy.ts';
 import type { CredentialsDocument, GatewayStateDocument, ProviderEntry } from './state-schema.ts';
 import { PlanCompileError, GuardrailConfigError } from '../errors.ts';
+import { buildModelCatalog, type ModelCatalog } from './model-catalog.ts';
 
 // The immutable runtime snapshot built from one state document. Requests capture the
 // current snapshot on entry and use it to the end, so a reload never changes a request
@@ -20,6 +21,10 @@ export interface GatewayApiKey {
   readonly workspace: string;
   readonly organisation: string | undefined;
   readonly scopes: ReadonlySet<GatewayScope>;
+  /** Saved config for a request that names only a model the catalog lacks. */
+  readonly defaultConfig: string | undefined;
+  /** The only models this key may select; undefined: its workspace's list, else all. */
+  readonly models: ReadonlySet<string> | undefined;
   /** sha256 of the key; the key itself is never kept. */
   readonly digest: Buffer;
 }
@@ -47,6 +52,8 @@ export interface GatewayState {
   readonly guardrails: ReadonlyMap<string, GuardrailEntry>;
   /** Where custom hosts may point (compiled `egress.allow`). */
   readonly egress: EgressPolicy;
+  /** Public model names, workspace defaults and who may use what (config/model-catalog.ts). */
+  readonly catalog: ModelCatalog;
   readonly document: Readonly<GatewayStateDocument>;
 }
 
@@ -90,6 +97,8 @@ export function buildGatewayState(
       workspace: entry.workspace,
       organisation: entry.organisation,
       scopes: new Set(entry.scopes),
+      defaultConfig: entry.defaultConfig,
+      models: entry.models === undefined ? undefined : new Set(entry.models),
       digest: Buffer.from(digestHex, 'hex'),
     });
   });
@@ -143,6 +152,7 @@ export function buildGatewayState(
     policyIds.add(policy.id);
   });
 
+  const catalog = buildModelCatalog(document, configs, providersBySlug, errors);
   if (errors.length > 0) return { state: undefined, errors, warnings };
   const state: GatewayState = {
     hash,
@@ -154,6 +164,7 @@ export function buildGatewayState(
     prompts,
     guardrails,
     egress: compileEgressPolicy(document.egress.allow),
+    catalog,
     document,
   };
   return { state: Object.freeze(state), errors, warnings };

@@ -38,6 +38,10 @@ export const ApiKeyEntrySchema = z
       .optional(),
     workspace: z.string().min(1).default('default'),
     organisation: z.string().optional(),
+    /** Saved config for a request that names only a model the catalog lacks (default: the workspace's). */
+    defaultConfig: z.string().min(1).optional(),
+    /** The only models this key may select (catalog names, `@slug/model`, `@slug/*`); default: the workspace's, else all. */
+    models: z.array(z.string().min(1)).optional(),
     scopes: z.array(z.enum(['inference', 'admin'])).default(['inference']),
   })
   .refine((entry) => (entry.key === undefined) !== (entry.keyHash === undefined), {
@@ -64,6 +68,32 @@ export const SavedConfigEntrySchema = z.strictObject({
   id: z.string().min(1),
   // Validated separately with the routing config schema (see gateway-state.ts).
   config: z.unknown(),
+  /** Only keys of these workspaces may use this config (default: every workspace). */
+  workspaces: z.array(z.string().min(1)).min(1).optional(),
+});
+
+const MODEL_NAME = z.string().min(1).max(256).regex(/^[^@\s][^\s]*$/, 'must not start with "@" or hold spaces');
+
+/**
+ * A public model name in the catalog: a request that sends only `model` routes by it. It
+ * maps to a saved config, or to a saved provider (`target: "@slug"`) and its upstream model.
+ */
+export const CatalogModelEntrySchema = z
+  .strictObject({
+    name: MODEL_NAME.describe('The public model name clients send as "model" (and /v1/models lists).'),
+    aliases: z.array(MODEL_NAME).optional().describe('More names for the same model (e.g. dated or Anthropic-style names).'),
+    config: z.string().min(1).optional().describe('A saved config (GatewayConfig) that serves this model.'),
+    target: z.string().regex(/^@[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$/, 'must be "@<provider slug>"').optional().describe('A saved provider ("@<slug>") that serves this model.'),
+    model: z.string().min(1).optional().describe('The model name sent upstream (default: name).'),
+    workspaces: z.array(z.string().min(1)).min(1).optional().describe('Only keys of these workspaces may use this model (default: every workspace).'),
+  })
+  .refine((entry) => (entry.config === undefined) !== (entry.target === undefined), { message: 'exactly one of config or target is required' });
+
+/** Defaults of the keys of one workspace (a key's own settings win). */
+export const WorkspaceEntrySchema = z.strictObject({
+  id: z.string().min(1),
+  defaultConfig: z.string().min(1).optional(),
+  models: z.array(z.string().min(1)).optional(),
 });
 
 export const EgressSchema = z.strictObject({
@@ -97,12 +127,16 @@ export const GatewayStateSchema = z.strictObject({
   egress: EgressSchema.default({ allow: [] }),
   cache: CacheSettingsSchema.default({}),
   modelPrices: z.array(ModelPriceEntrySchema).default([]),
+  models: z.array(CatalogModelEntrySchema).default([]),
+  workspaces: z.array(WorkspaceEntrySchema).default([]),
 });
 
 export type GatewayStateDocument = z.infer<typeof GatewayStateSchema>;
 export type ApiKeyEntry = z.infer<typeof ApiKeyEntrySchema>;
 export type ProviderEntry = z.infer<typeof ProviderEntrySchema>;
 export type SavedConfigEntry = z.infer<typeof SavedConfigEntrySchema>;
+export type CatalogModelEntry = z.infer<typeof CatalogModelEntrySchema>;
+export type WorkspaceEntry = z.infer<typeof WorkspaceEntrySchema>;
 
 /** Credentials kept apart from the state (the Secret in a cluster), merged by slug / id. */
 export const CredentialsSchema = z.strictObject({

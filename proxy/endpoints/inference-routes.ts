@@ -91,6 +91,11 @@ export function registerInferenceRoutes(app: FastifyInstance, deps: InferenceDep
   registerForwardedRoutes(app, { dispatcher: deps.routing.dispatcher });
 }
 
+/** The body's `model`, read before the body is validated (routing by model comes first). */
+function modelOf(body: unknown): unknown {
+  return typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['model'] : undefined;
+}
+
 function isMessages(endpoint: InferenceEndpoint): boolean {
   return endpoint === 'messages' || endpoint === 'messages.count_tokens';
 }
@@ -121,7 +126,7 @@ async function handleInference(
   reply.header(HEADER.cacheStatus, 'DISABLED');
   const options = callOptionsOf(request.headers);
   const headers = messages ? messagesRoutingHeaders(request.headers) : request.headers;
-  const selection = selectRoute(headers, context.state);
+  const selection = selectRoute(headers, context.state, { apiKey: context.apiKey, model: modelOf(request.body) });
   context.configId = selection.configId;
 
   let body = promptedBody(endpoint, selection.plan, context.state, request.body);

@@ -1,22 +1,24 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { callProvider, readProviderJson, relayProviderAnswer } from '../batches/provider-forwarding.ts';
-import type { GatewayState } from '../config/gateway-state.ts';
+import type { GatewayApiKey, GatewayState } from '../config/gateway-state.ts';
+import { pinnedModels } from '../config/model-catalog.ts';
 import { GatewayError } from '../errors.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
 import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
 import type { PlanNode } from '../routing/routing-plan.ts';
-import { selectRoute } from '../routing/select-route.ts';
+import { selectRoute, usableBy } from '../routing/select-route.ts';
 import { messagesRoutingHeaders } from '../anthropic-ingress/messages-request.ts';
 
 // GET /v1/models and /v1/models/{id} in OpenAI's list shape (many clients call it at start).
 //   - A request that names one provider with its credential (x-gateway-provider + key,
 //     virtual key, or a single-target inline config) gets that provider's own list:
 //     OpenAI-compatible hosts and Azure relayed as they answer, Anthropic's translated.
-//   - Otherwise the gateway's list: the models its saved configs route to (override_params
-//     models of every target), or those of the saved config x-gateway-config names.
+//   - Otherwise the gateway's list: exactly the catalog models the calling key may select
+//     (config/model-catalog.ts; its workspace and allow-list applied), each of which works
+//     as `model` alone; or the models of the saved config x-gateway-config names.
 // Every provider call is built by its adapter's forward operation and sent as a guardedCall.
 
 export interface ModelsRouteDeps {
@@ -44,16 +46,16 @@ export function registerModelsRoutes(app: FastifyInstance, deps: ModelsRouteDeps
 
 async function listModels(deps: ModelsRouteDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const source = sourceOf(request);
-  if (source.kind === 'gateway') return reply.send({ object: 'list', data: gatewayModels(request.gateway.state, source.configId) });
+  if (source.kind === 'gateway') return reply.send({ object: 'list', data: gatewayModels(request.gateway.state, source.configId, request.gateway.apiKey) });
   return providerModels(deps, reply, source.target, undefined);
 }
 
 async function retrieveModel(deps: ModelsRouteDeps, request: FastifyRequest, reply: FastifyReply, id: string): Promise<FastifyReply> {
   const source = sourceOf(request);
   if (source.kind === 'provider') return providerModels(deps, reply, source.target, id);
-  const found = gatewayModels(request.gateway.state, source.configId).find((model) => model.id === id);
+  const found = gatewayModels(request.gateway.state, source.configId, request.gateway.apiKey).find((model) => model.id === id);
   if (found === undefined) {
-    throw new GatewayError('AIGW_ERR_NOT_FOUND', `The model "${id}" is not routed by any saved config of this gateway.`, { param: 'model' });
+    throw new GatewayError('AIGW_ERR_UNKNOWN_MODEL', `The model "${id}" does not exist or this gateway API key may not use it; GET /v1/models lists the models it can use.`, { param: 'model' });
   }
   return reply.send(found);
 }
@@ -65,12 +67,14 @@ function sourceOf(request: FastifyRequest): ModelSource {
   const config = headerValue(headers[HEADER.config])?.trim();
   const named = [HEADER.provider, HEADER.virtualKey].some((name) => (headerValue(headers[name]) ?? '') !== '');
   if (!named && (config === undefined || config === '')) return { kind: 'gateway', configId: undefined };
+  const caller = { apiKey: request.gateway.apiKey, model: undefined };
   if (config !== undefined && config !== '' && !config.startsWith('{')) {
-    if (!request.gateway.state.configs.has(config)) throw new GatewayError('AIGW_ERR_UNKNOWN_CONFIG', `No saved config with id "${config}".`, { param: HEADER.config });
+    // Checks the config exists and the key may use it.
+    selectRoute(headers, request.gateway.state, caller);
     request.gateway.configId = config;
     return { kind: 'gateway', configId: config };
   }
-  const selection = selectRoute(headers, request.gateway.state);
+  const selection = selectRoute(headers, request.gateway.state, caller);
   const leaf = singleLeaf(selection.plan);
   const target = resolveTarget(leaf.settings, leaf.path, request.gateway.state, headers);
   request.gateway.provider = target.provider;
@@ -89,30 +93,34 @@ function singleLeaf(plan: PlanNode): PlanNode {
   return node;
 }
 
-/** The models saved configs route to: each target's override_params.model, in config order. */
-export function gatewayModels(state: GatewayState, configId: string | undefined): ModelEntry[] {
-  const seen = new Map<string, ModelEntry>();
-  const visit = (node: PlanNode): void => {
-    if (node.mode !== undefined) {
-      node.children.forEach(visit);
-      for (const condition of node.conditions) visit(condition.child);
-      if (node.defaultChild !== undefined) visit(node.defaultChild);
-      return;
-    }
-    const model = node.settings.override_params?.['model'];
-    if (typeof model !== 'string' || model === '' || seen.has(model)) return;
-    seen.set(model, { id: model, object: 'model', created: 0, owned_by: ownerOf(node, state) });
-  };
-  const configs = configId === undefined ? [...state.configs.values()] : [state.configs.get(configId)].filter((config) => config !== undefined);
-  for (const config of configs) visit(config.plan);
-  return [...seen.values()];
+/**
+ * The gateway's models for one key: the catalog entries it may select (its workspace's, in
+ * its allow-list), or the models the saved config x-gateway-config names pins.
+ */
+export function gatewayModels(state: GatewayState, configId: string | undefined, apiKey: GatewayApiKey | undefined): ModelEntry[] {
+  if (configId !== undefined) {
+    const saved = state.configs.get(configId);
+    if (saved === undefined) return [];
+    return pinnedModels(saved.plan, state.providersBySlug).map(({ id, ownedBy }) => modelEntry(id, ownedBy));
+  }
+  const allowed = apiKey?.models ?? (apiKey === undefined ? undefined : state.catalog.workspaces.get(apiKey.workspace)?.models);
+  const listed: ModelEntry[] = [];
+  for (const model of state.catalog.models) {
+    if (!usableBy(model.workspaces, apiKey)) continue;
+    if (allowed !== undefined && !allowed.has(model.id)) continue;
+    listed.push(modelEntry(model.id, model.ownedBy));
+  }
+  // Allowed `@slug/model` names work as `model` too.
+  for (const name of allowed ?? []) {
+    const slug = /^@([^/]+)\/(?!\*$)./.exec(name)?.[1];
+    const provider = slug === undefined ? undefined : state.providersBySlug.get(slug);
+    if (provider !== undefined && usableBy(provider.workspaces, apiKey)) listed.push(modelEntry(name, provider.provider));
+  }
+  return listed;
 }
 
-function ownerOf(node: PlanNode, state: GatewayState): string {
-  const { provider, virtual_key: virtualKey } = node.settings;
-  if (virtualKey !== undefined) return state.providersByVirtualKey.get(virtualKey)?.provider ?? 'gateway';
-  if (provider?.startsWith('@')) return state.providersBySlug.get(provider.slice(1))?.provider ?? 'gateway';
-  return provider ?? 'gateway';
+function modelEntry(id: string, ownedBy: string): ModelEntry {
+  return { id, object: 'model', created: 0, owned_by: ownedBy };
 }
 
 /** The provider's own list or model: relayed from OpenAI-format hosts, translated from Anthropic. */

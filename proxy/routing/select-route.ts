@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { RoutingConfig } from '../config/routing-config-schema.ts';
 import { formatConfigIssues, parseRoutingConfig } from '../config/routing-config-validation.ts';
-import type { GatewayState } from '../config/gateway-state.ts';
+import type { GatewayApiKey, GatewayState } from '../config/gateway-state.ts';
 import { GatewayError, PlanCompileError } from '../errors.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
 import { compileRoutingPlan, type PlanNode } from './routing-plan.ts';
@@ -14,11 +14,21 @@ import { compileRoutingPlan, type PlanNode } from './routing-plan.ts';
 // Ways 1, 2 and 4 become a one-leaf config, so every request runs the same routing code.
 // A config that names no provider itself (only retry, cache, …) takes the provider from
 // the headers of ways 1, 2 or 4.
+// A request with none of these headers routes by its `model` alone: a name of the model
+// catalog, `@slug/upstream-model`, or else the key's (or its workspace's) default config.
+// What a key may use (workspaces on providers, configs and models; a key's allow-list of
+// models) is checked here, and only when the state limits anything.
 
 export interface RouteSelection {
   readonly plan: PlanNode;
   /** Id of the saved config, when one was named. */
   readonly configId: string | undefined;
+}
+
+/** Who asks, and the model the body names: routing by model and access checks need them. */
+export interface RouteCaller {
+  readonly apiKey: GatewayApiKey | undefined;
+  readonly model: unknown;
 }
 
 const PROVIDER_KEYS = ['provider', 'virtual_key', 'strategy', 'targets'] as const;
@@ -27,21 +37,135 @@ const PROVIDER_KEYS = ['provider', 'virtual_key', 'strategy', 'targets'] as cons
 const INLINE_CACHE_LIMIT = 512;
 const inlineCache = new Map<string, RoutingConfig>();
 
-export function selectRoute(headers: IncomingHttpHeaders, state: GatewayState): RouteSelection {
+/**
+ * The plan for a request. Without `caller` (batches, files), only the headers route; with
+ * it, a request without routing headers routes by model, and access is checked.
+ */
+export function selectRoute(headers: IncomingHttpHeaders, state: GatewayState, caller?: RouteCaller): RouteSelection {
   const configHeader = headerValue(headers[HEADER.config])?.trim();
   if (configHeader === undefined || configHeader === '') {
-    return { plan: compileInline(providerFromHeaders(headers) ?? throwMissingProvider()), configId: undefined };
+    const fromHeaders = providerFromHeaders(headers);
+    if (fromHeaders === undefined) return caller === undefined ? throwMissingProvider() : selectByModel(state, caller);
+    return checked({ plan: compileInline(fromHeaders), configId: undefined }, state, caller);
   }
-  if (!configHeader.startsWith('{')) return savedConfig(configHeader, state);
+  if (!configHeader.startsWith('{')) return checked(savedConfig(configHeader, state, caller?.apiKey), state, caller);
   const config = parseInline(configHeader);
-  if (PROVIDER_KEYS.some((key) => config[key] !== undefined)) return { plan: compileCached(configHeader, config), configId: undefined };
+  if (PROVIDER_KEYS.some((key) => config[key] !== undefined)) return checked({ plan: compileCached(configHeader, config), configId: undefined }, state, caller);
   const fromHeaders = providerFromHeaders(headers) ?? throwMissingProvider();
-  return { plan: compileInline({ ...fromHeaders, ...config }), configId: undefined };
+  return checked({ plan: compileInline({ ...fromHeaders, ...config }), configId: undefined }, state, caller);
 }
 
-function savedConfig(id: string, state: GatewayState): RouteSelection {
+/** The route for a request that names only a model (see the top of this file). */
+function selectByModel(state: GatewayState, caller: RouteCaller): RouteSelection {
+  const { catalog } = state;
+  const key = caller.apiKey;
+  const workspace = key === undefined ? undefined : catalog.workspaces.get(key.workspace);
+  const allowed = key?.models ?? workspace?.models;
+  const defaultConfig = key?.defaultConfig ?? workspace?.defaultConfig;
+  const model = typeof caller.model === 'string' && caller.model !== '' ? caller.model : undefined;
+  if (model === undefined) {
+    if (defaultConfig !== undefined) return savedConfig(defaultConfig, state, undefined);
+    return throwMissingProvider();
+  }
+  if (model.startsWith('@')) return providerModel(model, state, key, allowed);
+  const entry = catalog.byName.get(model);
+  if (entry !== undefined && usableBy(entry.workspaces, key)) {
+    if (allowed !== undefined && !allowed.has(entry.id) && !allowed.has(model)) throw notAllowed(model, allowed);
+    return { plan: entry.plan, configId: entry.configId };
+  }
+  if (defaultConfig !== undefined) {
+    if (allowed !== undefined && !allowed.has(model)) throw notAllowed(model, allowed);
+    return savedConfig(defaultConfig, state, undefined);
+  }
+  if (catalog.models.length === 0 && allowed === undefined) return throwMissingProvider();
+  throw unknownModel(model);
+}
+
+// `@slug/upstream-model`: a saved provider and the model to ask it for, compiled once per snapshot.
+const MODEL_PLAN_LIMIT = 512;
+const providerModelPlans = new WeakMap<GatewayState, Map<string, PlanNode>>();
+
+function providerModel(model: string, state: GatewayState, key: GatewayApiKey | undefined, allowed: ReadonlySet<string> | undefined): RouteSelection {
+  const slash = model.indexOf('/');
+  const slug = slash < 0 ? '' : model.slice(1, slash);
+  const upstream = slash < 0 ? '' : model.slice(slash + 1);
+  const provider = slug === '' ? undefined : state.providersBySlug.get(slug);
+  if (provider === undefined || upstream === '' || !usableBy(provider.workspaces, key)) throw unknownModel(model);
+  if (allowed !== undefined && !allowed.has(model) && !allowed.has(`@${slug}/*`)) throw notAllowed(model, allowed);
+  let plans = providerModelPlans.get(state);
+  if (plans === undefined) {
+    plans = new Map();
+    providerModelPlans.set(state, plans);
+  }
+  let plan = plans.get(model);
+  if (plan === undefined) {
+    plan = compileInline({ provider: `@${slug}`, override_params: { model: upstream } });
+    if (plans.size < MODEL_PLAN_LIMIT) plans.set(model, plan);
+  }
+  return { plan, configId: undefined };
+}
+
+/**
+ * A route the headers chose, checked against what the key may use: a key limited to a list
+ * of models routes by model only; saved providers limited to workspaces are invisible to
+ * the others (the same 404 as a provider that does not exist).
+ */
+function checked(selection: RouteSelection, state: GatewayState, caller: RouteCaller | undefined): RouteSelection {
+  if (caller === undefined || !state.catalog.limited) return selection;
+  const key = caller.apiKey;
+  const allowed = key?.models ?? (key === undefined ? undefined : state.catalog.workspaces.get(key.workspace)?.models);
+  if (allowed !== undefined) {
+    throw new GatewayError(
+      'AIGW_ERR_MODEL_NOT_ALLOWED',
+      `This gateway API key may use only its allowed models (${[...allowed].join(', ')}): send one as "model", without ${HEADER.provider}, ${HEADER.virtualKey} or ${HEADER.config}.`,
+      { param: 'model' },
+    );
+  }
+  if (selection.plan.origin === 'request') checkProviderAccess(selection.plan, state, key);
+  return selection;
+}
+
+function checkProviderAccess(node: PlanNode, state: GatewayState, key: GatewayApiKey | undefined): void {
+  const { provider, virtual_key: virtualKey } = node.settings;
+  const saved =
+    virtualKey !== undefined
+      ? (state.providersByVirtualKey.get(virtualKey) ?? state.providersBySlug.get(virtualKey))
+      : provider?.startsWith('@') === true
+        ? state.providersBySlug.get(provider.slice(1))
+        : undefined;
+  if (saved !== undefined && !usableBy(saved.workspaces, key)) {
+    const name = virtualKey !== undefined ? `virtual key "${virtualKey}"` : `provider "${provider ?? ''}"`;
+    throw new GatewayError('AIGW_ERR_UNKNOWN_PROVIDER', `No saved ${name}.`, { param: virtualKey !== undefined ? HEADER.virtualKey : HEADER.provider });
+  }
+  node.children.forEach((child) => checkProviderAccess(child, state, key));
+  for (const condition of node.conditions) checkProviderAccess(condition.child, state, key);
+  if (node.defaultChild !== undefined) checkProviderAccess(node.defaultChild, state, key);
+}
+
+/** True when a key of its workspace may use something limited to `workspaces`. */
+export function usableBy(workspaces: ReadonlySet<string> | readonly string[] | undefined, key: GatewayApiKey | undefined): boolean {
+  if (workspaces === undefined) return true;
+  if (key === undefined) return false;
+  return Array.isArray(workspaces) ? workspaces.includes(key.workspace) : (workspaces as ReadonlySet<string>).has(key.workspace);
+}
+
+function unknownModel(model: string): GatewayError {
+  return new GatewayError('AIGW_ERR_UNKNOWN_MODEL', `The model "${model}" does not exist or this gateway API key may not use it; GET /v1/models lists the models it can use.`, {
+    param: 'model',
+  });
+}
+
+function notAllowed(model: string, allowed: ReadonlySet<string>): GatewayError {
+  return new GatewayError('AIGW_ERR_MODEL_NOT_ALLOWED', `This gateway API key may not use the model "${model}"; it may use: ${[...allowed].join(', ')}.`, {
+    param: 'model',
+  });
+}
+
+function savedConfig(id: string, state: GatewayState, key: GatewayApiKey | undefined): RouteSelection {
   const saved = state.configs.get(id);
-  if (saved !== undefined) return { plan: saved.plan, configId: saved.id };
+  const limitedTo = key === undefined ? undefined : state.catalog.configWorkspaces.get(id);
+  if (saved !== undefined && usableBy(limitedTo, key)) return { plan: saved.plan, configId: saved.id };
+  if (saved !== undefined) throw new GatewayError('AIGW_ERR_UNKNOWN_CONFIG', `No saved config with id "${id}".`, { param: HEADER.config });
   const issues = state.invalidConfigs.get(id);
   if (issues !== undefined) {
     throw new GatewayError('AIGW_ERR_INVALID_CONFIG', `Saved config "${id}" is invalid: ${formatConfigIssues([...issues])}`, {
@@ -136,7 +260,7 @@ function bearerToken(authorization: string | undefined): string | undefined {
 function throwMissingProvider(): never {
   throw new GatewayError(
     'AIGW_ERR_MISSING_PROVIDER',
-    `No provider identified: send ${HEADER.virtualKey}, or ${HEADER.provider} with Authorization, or ${HEADER.config}, or ${HEADER.customHost} with ${HEADER.provider}.`,
+    `No provider identified: send a "model" from GET /v1/models, or ${HEADER.virtualKey}, or ${HEADER.provider} with Authorization, or ${HEADER.config}, or ${HEADER.customHost} with ${HEADER.provider}.`,
     { param: HEADER.virtualKey },
   );
 }

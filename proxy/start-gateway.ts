@@ -153,7 +153,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   const metrics = options.metrics ?? createGatewayMetrics();
   metrics.setConfigHash(loaded.state.hash);
   let live = loaded.state;
-  const dispatcher = createUpstreamAgent({ egress: () => live.egress });
+  const dispatcher = createUpstreamAgent({ egress: () => live.egress, clientEgress: () => live.clientEgress });
   const now = options.now ?? Date.now;
   const breakers = new CircuitBreakers({
     now,
@@ -307,7 +307,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
         clearTimeout(forced);
       }
       metricsServer?.close();
-      await dispatcher.close();
+      await dispatcher.closeAll();
       await counterStore.close();
       await cacheStore.close();
       await semanticIndex.close();

@@ -8,6 +8,7 @@ import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute } from '../routing/select-route.ts';
 import { guardedCall, MAX_ERROR_BODY_BYTES, readGuardedBody, relayedHeaders, secretsOfTarget, type GuardedResponse } from '../upstream/guarded-call.ts';
 import { readBodyText } from '../upstream/read-body.ts';
+import { dispatcherFor } from '../upstream/upstream-agent.ts';
 
 // Batches, files, fine-tuning jobs and the other OpenAI routes forwarded to one provider:
 // the provider comes from the request's headers or config exactly as for inference, must
@@ -65,7 +66,7 @@ function singleLeaf(plan: PlanNode, route: string): PlanNode {
 export async function callProvider(dispatcher: Dispatcher, target: ResolvedTarget, call: ProviderCall): Promise<GuardedResponse> {
   const planned = forwardOf(target, `/v1/${call.path}`)(target, call);
   return guardedCall({
-    dispatcher,
+    dispatcher: dispatcherFor(dispatcher, target.hostChosenBy),
     url: planned.url,
     method: planned.method,
     headers: { 'accept-encoding': 'identity', ...planned.headers },

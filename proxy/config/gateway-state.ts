@@ -50,8 +50,10 @@ export interface GatewayState {
   readonly prompts: ReadonlyMap<string, PromptEntry>;
   /** Saved guardrails, referenced by string id in input_guardrails / output_guardrails. */
   readonly guardrails: ReadonlyMap<string, GuardrailEntry>;
-  /** Where custom hosts may point (compiled `egress.allow`). */
+  /** Where operator-configured hosts may point (compiled `egress.allow`). */
   readonly egress: EgressPolicy;
+  /** Where hosts a request chose may point (compiled `egress.clientAllow`; never inherits `egress.allow`). */
+  readonly clientEgress: EgressPolicy;
   /** Public model names, workspace defaults and who may use what (config/model-catalog.ts). */
   readonly catalog: ModelCatalog;
   readonly document: Readonly<GatewayStateDocument>;
@@ -164,6 +166,7 @@ export function buildGatewayState(
     prompts,
     guardrails,
     egress: compileEgressPolicy(document.egress.allow),
+    clientEgress: compileEgressPolicy(document.egress.clientAllow, 'egress.clientAllow'),
     catalog,
     document,
   };

@@ -96,8 +96,13 @@ export const WorkspaceEntrySchema = z.strictObject({
   models: z.array(z.string().min(1)).optional(),
 });
 
+// Two lists: `allow` opens private ranges or hosts to what the operator configured (saved
+// providers' custom hosts, webhooks, embeddings); `clientAllow` to hosts a request chooses
+// (x-gateway-custom-host, an inline custom_host, an Azure resource from the request). Each
+// starts from public addresses only; neither inherits the other.
 export const EgressSchema = z.strictObject({
   allow: z.array(z.string().min(1)).default([]),
+  clientAllow: z.array(z.string().min(1)).default([]),
 });
 
 export const CacheSettingsSchema = z.strictObject({
@@ -124,7 +129,7 @@ export const GatewayStateSchema = z.strictObject({
   prompts: z.array(PromptEntrySchema).default([]),
   guardrails: z.array(GuardrailEntrySchema).default([]),
   rateLimitPolicies: z.array(RateLimitPolicySchema).default([]),
-  egress: EgressSchema.default({ allow: [] }),
+  egress: EgressSchema.default({ allow: [], clientAllow: [] }),
   cache: CacheSettingsSchema.default({}),
   modelPrices: z.array(ModelPriceEntrySchema).default([]),
   models: z.array(CatalogModelEntrySchema).default([]),

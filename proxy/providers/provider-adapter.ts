@@ -22,6 +22,12 @@ export interface ResolvedTarget {
   readonly baseUrl: string;
   /** True when the base URL came from a custom host (config, header or saved provider). */
   readonly customHost: boolean;
+  /**
+   * Who chose the host: `operator` when it comes from what the operator wrote alone (a saved
+   * provider or config), `request` when the request picked it (a custom host, an inline
+   * config, a resource or region header). Selects the egress policy the call passes.
+   */
+  readonly hostChosenBy: 'operator' | 'request';
   readonly apiKey: string | undefined;
   /** Provider-specific headers (organisation, project, …). */
   readonly headers: Readonly<Record<string, string>>;

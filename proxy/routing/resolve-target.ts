@@ -5,6 +5,7 @@ import { GatewayError } from '../errors.ts';
 import { HEADER } from '../gateway-headers.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { catalogEntry, catalogNames, GENERIC_COMPATIBLE_ADAPTER } from '../providers/provider-catalog.ts';
+import type { HostChooser } from '../upstream/upstream-agent.ts';
 import type { ConfigOrigin } from './routing-plan.ts';
 
 // A leaf of the config tree → the concrete upstream it calls. Pure: looks only at the
@@ -13,6 +14,8 @@ import type { ConfigOrigin } from './routing-plan.ts';
 // custom_host overrides the host — but only in configs the operator wrote. A saved
 // credential goes only to the host configured with it (DESIGN.md §8): in a config the
 // request wrote, a saved provider's target must resolve to that provider's own origin.
+// Each target also says who chose its host (`hostChosenBy`): a host the request picked
+// passes the client egress policy (`egress.clientAllow`), never the operator's.
 
 const NO_HEADERS: IncomingHttpHeaders = {};
 
@@ -29,8 +32,9 @@ export function resolveTarget(
 ): ResolvedTarget {
   const known = resolved.get(state)?.get(node);
   if (known !== undefined && known.path === path) return known;
-  const target = resolveUncached(node, path, state, requestHeaders, origin);
-  if (origin === 'request') checkCredentialHost(target, node, state);
+  const uncached = resolveUncached(node, path, state, requestHeaders, origin);
+  const hostChosenBy = origin === 'request' ? checkCredentialHost(uncached, node, state) : checkOperatorHost(uncached, node, path, state, requestHeaders);
+  const target: ResolvedTarget = hostChosenBy === uncached.hostChosenBy ? uncached : { ...uncached, hostChosenBy };
   if (catalogEntry(target.provider)?.resolveOptions === undefined) {
     let perState = resolved.get(state);
     if (perState === undefined) {
@@ -99,6 +103,7 @@ function resolveUncached(
     headers,
     options: family?.options ?? {},
     node,
+    hostChosenBy: 'request',
   };
 }
 
@@ -129,10 +134,11 @@ function withoutCredentialHeaders(headers: IncomingHttpHeaders): IncomingHttpHea
  * Refuses a request-written target that would send a saved credential anywhere but the
  * saved provider's own origin (its operator-set custom host, or the provider's public API).
  * Provider-owned regional hosts (Vertex AI, Bedrock) count as the provider's own.
+ * Returns who chose the host: the operator only when it is the saved provider's own origin.
  */
-function checkCredentialHost(target: ResolvedTarget, node: RoutingConfig, state: GatewayState): void {
+function checkCredentialHost(target: ResolvedTarget, node: RoutingConfig, state: GatewayState): HostChooser {
   const saved = savedProviderFor(node, state);
-  if (saved === undefined) return;
+  if (saved === undefined) return 'request';
   const which = node.virtual_key !== undefined ? `virtual key "${node.virtual_key}"` : `saved provider "@${saved.slug}"`;
   if (node.custom_host !== undefined) {
     throw new GatewayError(
@@ -143,12 +149,42 @@ function checkCredentialHost(target: ResolvedTarget, node: RoutingConfig, state:
   }
   const home = homeOrigin(saved, state);
   const chosen = new URL(target.baseUrl);
-  if (home !== undefined && (chosen.origin === home || providerOwnsBoth(saved.provider, home, chosen.hostname))) return;
+  if (home !== undefined && chosen.origin === home) return 'operator';
+  if (home !== undefined && providerOwnsBoth(saved.provider, home, chosen.hostname)) return 'request';
   throw new GatewayError(
     'AIGW_ERR_CREDENTIAL_HOST_CONFLICT',
     `The request chose a host (${chosen.host}) for ${which}; its credentials go only to the host configured with it.`,
     { param: HEADER.config },
   );
+}
+
+/**
+ * In a config the operator wrote, only request headers (a resource name, a region) can move
+ * the host: it is the operator's when the node resolves to the same origin without them.
+ * A saved credential still goes only to its own origin (or the provider's regional hosts).
+ */
+function checkOperatorHost(target: ResolvedTarget, node: RoutingConfig, path: string, state: GatewayState, requestHeaders: IncomingHttpHeaders): HostChooser {
+  if (requestHeaders === NO_HEADERS || catalogEntry(target.provider)?.resolveOptions === undefined) return 'operator';
+  let own: string | undefined;
+  try {
+    own = new URL(resolveUncached(node, path, state, NO_HEADERS, 'operator').baseUrl).origin;
+  } catch {
+    own = undefined; // the host (or the key) needs the request: not the operator's choice alone
+  }
+  const chosen = new URL(target.baseUrl);
+  if (chosen.origin === own) return 'operator';
+  const saved = savedProviderFor(node, state);
+  if (saved !== undefined) {
+    const home = own ?? homeOrigin(saved, state);
+    if (home === undefined || !providerOwnsBoth(saved.provider, home, chosen.hostname)) {
+      throw new GatewayError(
+        'AIGW_ERR_CREDENTIAL_HOST_CONFLICT',
+        `The request chose a host (${chosen.host}) for saved provider "@${saved.slug}"; its credentials go only to the host configured with it.`,
+        { param: HEADER.config },
+      );
+    }
+  }
+  return 'request';
 }
 
 // The origin a saved provider resolves to from operator-written settings alone, per snapshot.

@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError } from '../errors.ts';
 import { readBodyBytes } from './read-body.ts';
+import { dispatcherFor } from './upstream-agent.ts';
 import { guardedCall, upstreamFailure, secretsOfTarget, type GuardedResponse } from './guarded-call.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 
@@ -72,11 +73,13 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
   const { target, endpoint } = input;
   const overrides = target.node.override_params;
   const body = overrides !== undefined && Object.keys(overrides).length > 0 ? { ...input.body, ...overrides } : input.body;
-  const plan = await target.adapter.planRequest({ target, endpoint, body, bodyChanged: body !== input.body, dispatcher: input.dispatcher });
+  // A host the request chose goes through the client egress policy (and pools), side calls too.
+  const dispatcher = dispatcherFor(input.dispatcher, target.hostChosenBy);
+  const plan = await target.adapter.planRequest({ target, endpoint, body, bodyChanged: body !== input.body, dispatcher });
   const headers = withForwardedHeaders(plan.headers, input.requestHeaders, input.forwardHeaders);
   try {
     const response = await guardedCall({
-      dispatcher: input.dispatcher,
+      dispatcher,
       url: plan.url,
       method: plan.method,
       headers,

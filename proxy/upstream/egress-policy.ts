@@ -7,7 +7,9 @@ import { EgressDeniedError } from '../errors.ts';
 // cloud-metadata destinations are denied unless `egress.allow` lists them (a CIDR, an
 // address, a host name, or a `*.suffix` pattern). The check runs on the address actually
 // connected to — after DNS resolution, at connect time — so a name that resolves to
-// 169.254.169.254 (or re-resolves there later) is caught.
+// 169.254.169.254 (or re-resolves there later) is caught. Two policies are compiled from
+// the state: `egress.allow` for hosts the operator configured, `egress.clientAllow` for
+// hosts a request chose (a client never inherits what the operator opened for its models).
 
 export interface EgressPolicy {
   /** Undefined when the destination is allowed; else the reason, naming the rule. */
@@ -37,8 +39,8 @@ const RESTRICTED: ReadonlyArray<readonly [string, number, 'ipv4' | 'ipv6', strin
 
 const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'instance-data', 'instance-data.ec2.internal']);
 
-/** Compiles `egress.allow` once per state snapshot. */
-export function compileEgressPolicy(allow: readonly string[]): EgressPolicy {
+/** Compiles an allow list once per state snapshot; `listName` is named in refusals. */
+export function compileEgressPolicy(allow: readonly string[], listName = 'egress.allow'): EgressPolicy {
   const allowed = new BlockList();
   const names: string[] = [];
   const suffixes: string[] = [];
@@ -67,7 +69,7 @@ export function compileEgressPolicy(allow: readonly string[]): EgressPolicy {
     checkName(hostname) {
       const host = normalise(hostname);
       if (listed(host) || !METADATA_HOSTS.has(host)) return undefined;
-      return `egress to ${hostname} is denied: cloud metadata host (not in egress.allow)`;
+      return `egress to ${hostname} is denied: cloud metadata host (not in ${listName})`;
     },
     check(hostname, address) {
       const host = normalise(hostname);
@@ -76,10 +78,10 @@ export function compileEgressPolicy(allow: readonly string[]): EgressPolicy {
       if (family === 0) return `egress to ${hostname}: "${address}" is not an IP address`;
       const type = family === 4 ? 'ipv4' : 'ipv6';
       if (allowed.check(address, type)) return undefined;
-      if (METADATA_HOSTS.has(host)) return `egress to ${hostname} is denied: cloud metadata host (not in egress.allow)`;
+      if (METADATA_HOSTS.has(host)) return `egress to ${hostname} is denied: cloud metadata host (not in ${listName})`;
       const hit = restricted.find((range) => range.list.check(address, type));
       if (hit === undefined) return undefined;
-      return `egress to ${hostname} (${address}) is denied: ${hit.label} address ${hit.cidr} is not in egress.allow`;
+      return `egress to ${hostname} (${address}) is denied: ${hit.label} address ${hit.cidr} is not in ${listName}`;
     },
   };
 }

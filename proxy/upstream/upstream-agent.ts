@@ -1,5 +1,5 @@
 import { isIP, type Socket } from 'node:net';
-import { Agent, buildConnector } from 'undici';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { guardedLookup, type EgressPolicy } from './egress-policy.ts';
 import { EgressDeniedError } from '../errors.ts';
 
@@ -9,6 +9,11 @@ import { EgressDeniedError } from '../errors.ts';
 // agent remembers where each open connection goes: when a reload tightens the policy,
 // closeDeniedConnections() destroys the warm connections the new policy denies, so no
 // request rides a pooled socket to an origin that is no longer allowed.
+//
+// Hosts a request chose (x-gateway-custom-host, an inline custom_host, an Azure resource
+// named by the request) go through a second agent with its own pools and its own policy
+// (`egress.clientAllow`): a socket the operator's policy let through to an in-cluster model
+// is never reused for a client's request to the same origin.
 
 export interface UpstreamAgentOptions {
   /** Time to the response headers (ms); a routing config's request_timeout is tighter. */
@@ -17,18 +22,48 @@ export interface UpstreamAgentOptions {
   bodyTimeoutMs?: number;
   connectTimeoutMs?: number;
   connectionsPerOrigin?: number;
-  /** The egress policy to apply (read at each connect, so reloads take effect). */
+  /** The egress policy for operator-configured hosts (read at each connect, so reloads take effect). */
   egress?: () => EgressPolicy;
+  /** The egress policy for hosts a request chose; default: the same as `egress`. */
+  clientEgress?: () => EgressPolicy;
 }
+
+/** Who chose the host a call goes to: the operator (state, custom resources) or the request. */
+export type HostChooser = 'operator' | 'request';
+
+const CLIENT_HOSTS = Symbol('aigateway.clientHosts');
 
 export type UpstreamAgent = Agent & {
   /** Destroys open connections whose destination the current egress policy denies; returns how many. */
   closeDeniedConnections(): number;
+  /** Closes this agent and the one for hosts a request chose. */
+  closeAll(): Promise<void>;
+  readonly [CLIENT_HOSTS]: Agent;
 };
 
 export function createUpstreamAgent(options: UpstreamAgentOptions = {}): UpstreamAgent {
+  const operator = guardedAgent(options, options.egress);
+  const client = guardedAgent(options, options.clientEgress ?? options.egress);
+  return Object.assign(operator.agent, {
+    [CLIENT_HOSTS]: client.agent,
+    closeDeniedConnections: () => operator.closeDenied() + client.closeDenied(),
+    closeAll: async () => {
+      await Promise.all([operator.agent.close(), client.agent.close()]);
+    },
+  });
+}
+
+/**
+ * The dispatcher for a call whose host `chosenBy` picked: the request-chosen pools of the
+ * gateway's agent, or the dispatcher itself (the operator's pools, or any other dispatcher).
+ */
+export function dispatcherFor(dispatcher: Dispatcher, chosenBy: HostChooser): Dispatcher {
+  if (chosenBy === 'operator' || !(CLIENT_HOSTS in dispatcher)) return dispatcher;
+  return (dispatcher as UpstreamAgent)[CLIENT_HOSTS];
+}
+
+function guardedAgent(options: UpstreamAgentOptions, egress: (() => EgressPolicy) | undefined): { agent: Agent; closeDenied: () => number } {
   const timeout = options.connectTimeoutMs ?? 10_000;
-  const egress = options.egress;
   /** Open upstream sockets and the host name each was opened for. */
   const open = new Map<Socket, string>();
   const connect =
@@ -43,19 +78,18 @@ export function createUpstreamAgent(options: UpstreamAgentOptions = {}): Upstrea
     connections: options.connectionsPerOrigin ?? 512,
     connect,
   });
-  return Object.assign(agent, {
-    closeDeniedConnections(): number {
-      if (egress === undefined) return 0;
-      let closed = 0;
-      for (const [socket, hostname] of open) {
-        if (deniedNow(egress(), hostname, socket) === undefined) continue;
-        socket.destroy();
-        open.delete(socket);
-        closed++;
-      }
-      return closed;
-    },
-  });
+  const closeDenied = (): number => {
+    if (egress === undefined) return 0;
+    let closed = 0;
+    for (const [socket, hostname] of open) {
+      if (deniedNow(egress(), hostname, socket) === undefined) continue;
+      socket.destroy();
+      open.delete(socket);
+      closed++;
+    }
+    return closed;
+  };
+  return { agent, closeDenied };
 }
 
 function deniedNow(policy: EgressPolicy, hostname: string, socket: Socket): string | undefined {

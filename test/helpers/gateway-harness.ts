@@ -125,8 +125,9 @@ export function baseState(extra: Record<string, unknown> = {}): Record<string, u
       { id: 'test', key: TEST_GATEWAY_KEY, scopes: ['inference', 'admin'] },
       { id: 'no-inference', key: 'gw-admin-only-key-0000-012345678', scopes: ['admin'] },
     ],
-    // The mocks listen on loopback, which the egress guard denies unless allowed.
-    egress: { allow: ['127.0.0.0/8', '::1'] },
+    // The mocks listen on loopback, which the egress guard denies unless allowed: for saved
+    // providers (allow) and for hosts the test's requests choose (clientAllow).
+    egress: { allow: ['127.0.0.0/8', '::1'], clientAllow: ['127.0.0.0/8', '::1'] },
     ...extra,
   };
 }

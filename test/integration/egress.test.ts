@@ -1,5 +1,6 @@
 // The SSRF guard end to end: custom hosts on loopback/private/metadata addresses are refused
-// unless egress.allow lists them; redirects are never followed.
+// unless the egress policy lists them (egress.clientAllow for hosts a request chooses, as
+// here; test/security/client-egress.test.ts covers the two lists apart); redirects are never followed.
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -12,9 +13,9 @@ before(async () => {
 });
 after(async () => mock.close());
 
-const state = (allow?: string[]) => ({
+const state = (clientAllow?: string[]) => ({
   apiKeys: [{ id: 'test', key: TEST_GATEWAY_KEY }],
-  ...(allow === undefined ? {} : { egress: { allow } }),
+  ...(clientAllow === undefined ? {} : { egress: { clientAllow } }),
 });
 
 async function chatVia(harness: Harness, customHost: string): Promise<{ status: number; error?: { code: string; message: string; param: string } }> {

@@ -24,7 +24,7 @@ before(async () => {
     state: {
       apiKeys: [{ id: 'k', key: GATEWAY_KEY, scopes: ['inference', 'admin'] }],
       providers: [{ slug: 'saved', provider: 'openai', apiKey: SAVED_PROVIDER_KEY, customHost: mock.url }],
-      egress: { allow: ['127.0.0.0/8'] },
+      egress: { allow: ['127.0.0.0/8'], clientAllow: ['127.0.0.0/8'] },
     },
   });
 });

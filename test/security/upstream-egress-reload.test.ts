@@ -11,7 +11,7 @@ let mock: MockOpenAI;
 let harness: Harness;
 before(async () => {
   mock = await startMockOpenAI();
-  harness = await startHarness({ state: baseState({ egress: { allow: ['127.0.0.0/8'] } }), reloadIntervalMs: 50 });
+  harness = await startHarness({ state: baseState({ egress: { clientAllow: ['127.0.0.0/8'] } }), reloadIntervalMs: 50 });
 });
 after(async () => {
   await harness.close();
@@ -44,7 +44,7 @@ test('a reload that denies an origin closes the warm connections to it', { timeo
   assert.equal(mock.requests.length, 1);
 
   const before = await successfulReloads();
-  await harness.writeState(baseState({ egress: { allow: [] } }));
+  await harness.writeState(baseState({ egress: { clientAllow: [] } }));
   await eventually(async () => (await successfulReloads()) > before, 'the reload', { timeoutMs: 5_000 });
 
   const after = await chat();

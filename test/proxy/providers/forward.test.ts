@@ -20,6 +20,7 @@ function target(provider: string, node: RoutingConfig, baseUrl?: string, savedOp
     adapter: entry.adapter,
     baseUrl: baseUrl ?? family?.baseUrl ?? entry.baseUrl ?? '',
     customHost: baseUrl !== undefined,
+    hostChosenBy: 'request',
     apiKey: node.api_key,
     headers: provider === 'openai' ? { 'openai-organization': 'org-1' } : {},
     options: family?.options ?? {},

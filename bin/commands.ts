@@ -6,7 +6,7 @@
 // or the Kubernetes client, and Redis, PostgreSQL and the control-plane forwarder load when
 // they are configured.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { accessSync, constants as fsConstants, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { controlPlaneRoutes } from '../operator/api/control-plane.ts';
@@ -93,6 +93,28 @@ function positiveInteger(value: string | undefined, name: string): number | unde
 }
 
 class UsageError extends Error {}
+/** Something the environment must fix before the gateway can start: reported as one line. */
+class StartupError extends Error {}
+
+/** The data directory exists and this process may write it, or a one-line StartupError. */
+function ensureWritableDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 }); // stores and the secret key: owner only
+    accessSync(dataDir, fsConstants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new StartupError(`the data directory ${dataDir} is not writable (${code}): set --data-dir or AIGATEWAY_DATA_DIR to a directory this user (uid ${process.getuid?.() ?? '?'}) can write`);
+  }
+}
+
+/** A listen failure (port taken, address not available, no permission) in words. */
+function listenFailure(error: unknown): StartupError | undefined {
+  const { code, address, port } = error as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL' && code !== 'EACCES') return undefined;
+  const where = address === undefined ? `port ${port}` : `${address}:${port}`;
+  const why = code === 'EADDRINUSE' ? 'is already in use by another process' : code === 'EACCES' ? 'needs privileges this user lacks' : 'is not an address of this machine';
+  return new StartupError(`cannot listen on ${where}: it ${why} (${code}); choose another --port / --metrics-port / --host`);
+}
 
 async function serve(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -137,7 +159,7 @@ async function serve(args: string[]): Promise<number> {
   const failMode = pick(values['ratelimit-fail-mode'], 'AIGATEWAY_RATELIMIT_FAIL_MODE', 'open');
   if (failMode !== 'open' && failMode !== 'closed') throw new UsageError(`ratelimit-fail-mode must be open or closed, got "${failMode}"`);
   const redisUrl = pick(values['redis-url'], 'REDIS_URL');
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 }); // stores and the secret key: owner only
+  ensureWritableDataDir(dataDir);
   const policyStore = await FilePolicyStore.open(join(dataDir, 'rate-limit-policies.json'));
 
   const env = { ...process.env };
@@ -174,7 +196,7 @@ async function serve(args: string[]): Promise<number> {
       await (await starting.catch(() => undefined))?.close();
       await requestLogging?.close(); // its PostgreSQL pool would hold the exit
       await redis?.connection.close(); // so would the Redis socket
-      throw error;
+      throw listenFailure(error) ?? error;
     },
   );
   const metricsAt = gateway.metricsOrigin === undefined ? '' : `, metrics ${gateway.metricsOrigin}/metrics`;
@@ -337,13 +359,16 @@ export function runCli(argv: string[]): Promise<void> {
       if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
         process.stderr.write(`aigateway: ${(error as Error).message}\n\n${USAGE}`);
         process.exitCode = 2;
-      } else if (error instanceof StateLoadError) {
-        process.stderr.write(`aigateway: ${error.message}\n`);
-        process.exitCode = 1;
       } else {
-        process.stderr.write(`aigateway: ${(error as Error).stack ?? String(error)}\n`);
+        // One line; the stack only when asked for (AIGATEWAY_LOG_LEVEL=debug).
+        const known = error instanceof StateLoadError || error instanceof StartupError;
+        const debug = process.env['AIGATEWAY_LOG_LEVEL'] === 'debug';
+        const text = error instanceof Error ? (debug && !known ? (error.stack ?? error.message) : error.message) : String(error);
+        process.stderr.write(`aigateway: ${text}\n`);
         process.exitCode = 1;
       }
+      // Whatever a failed start left open (a socket, a worker) must not keep the process up.
+      setTimeout(() => process.exit(), 1_000).unref();
     },
   );
 }

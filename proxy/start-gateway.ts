@@ -153,7 +153,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   const metrics = options.metrics ?? createGatewayMetrics();
   metrics.setConfigHash(loaded.state.hash);
   let live = loaded.state;
-  const dispatcher = createUpstreamAgent({ egress: () => live.egress, clientEgress: () => live.clientEgress });
+  const dispatcher = createUpstreamAgent({ egress: () => live.egress });
   const now = options.now ?? Date.now;
   const breakers = new CircuitBreakers({
     now,
@@ -276,8 +276,20 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     if (draining) reply.header('connection', 'close');
     done();
   });
-  await server.app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
-  const metricsServer = options.metricsPort === undefined ? undefined : await serveMetrics(metrics, options.metricsPort, options.host ?? '127.0.0.1');
+  let metricsServer: Server | undefined;
+  try {
+    await server.app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
+    metricsServer = options.metricsPort === undefined ? undefined : await serveMetrics(metrics, options.metricsPort, options.host ?? '127.0.0.1');
+  } catch (error) {
+    // A port in use: stop what already runs (reload timer, state watch, plugins' workers,
+    // sockets) so the caller can report it and the process ends instead of hanging.
+    watcher.close();
+    await external?.close();
+    await server.app.close();
+    await dispatcher.close();
+    await Promise.allSettled([counterStore.close(), cacheStore.close(), semanticIndex.close()]);
+    throw error;
+  }
   const address = server.app.server.address();
   if (address === null || typeof address === 'string') throw new Error('gateway is not listening on TCP');
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
@@ -307,7 +319,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
         clearTimeout(forced);
       }
       metricsServer?.close();
-      await dispatcher.closeAll();
+      await dispatcher.close();
       await counterStore.close();
       await cacheStore.close();
       await semanticIndex.close();

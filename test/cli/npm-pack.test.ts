@@ -62,7 +62,7 @@ describe('npm pack', () => {
     const installed = await install(project, tarball, 'aigateway', Object.keys(manifest.dependencies));
     mkdirSync(join(project, 'node_modules', '.bin'));
     symlinkSync(join(installed, manifest.bin['aigateway'] ?? ''), join(project, 'node_modules', '.bin', 'aigateway'));
-    const env = { ...process.env, PATH, GATEWAY_API_KEY: 'gw-pack-test-key-0123456789abcdef' };
+    const env: NodeJS.ProcessEnv & { GATEWAY_API_KEY: string } = { ...process.env, PATH, GATEWAY_API_KEY: 'gw-pack-test-key-0123456789abcdef' };
     for (const name of ['AIGATEWAY_CONFIG', 'AIGATEWAY_PORT', 'AIGATEWAY_DATA_DIR', 'REDIS_URL', 'DATABASE_URL', 'AIGATEWAY_LOG_STORE']) delete env[name];
 
     const config = join(installed, 'gateway.example.yaml');

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { parseRoutingConfig } from '../../proxy/config/routing-config-validation.ts';
-import type { ApiKeyEntrySchema, ProviderEntrySchema } from '../../proxy/config/state-schema.ts';
+import type { ApiKeyEntrySchema, CatalogModelEntrySchema, ProviderEntrySchema } from '../../proxy/config/state-schema.ts';
 import type { PromptEntrySchema } from '../../proxy/prompts/prompt-schema.ts';
 import type { RateLimitPolicySchema } from '../../proxy/ratelimit/policy-schema.ts';
 import { configReferences } from './config-references.ts';
@@ -11,6 +11,7 @@ import {
   PromptSpecSchema,
   PROVIDER_OPTION_CREDENTIAL_KEYS,
   ProviderSpecSchema,
+  ModelSpecSchema,
   RateLimitPolicySpecSchema,
   type KindName,
   type SecretKeyRef,
@@ -31,6 +32,7 @@ export interface RenderedStateDocument {
   prompts: Array<z.input<typeof PromptEntrySchema>>;
   guardrails: Array<{ id: string; [key: string]: unknown }>;
   rateLimitPolicies: Array<z.input<typeof RateLimitPolicySchema>>;
+  models?: Array<z.input<typeof CatalogModelEntrySchema>>;
   egress: { allow: string[] };
 }
 
@@ -184,12 +186,58 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
     report('GatewayConfig', resource, accepted, resolved, accepted.ok);
   }
 
+  renderModels(input.resources.Model, state, statuses);
+  // A key's default config must exist; the key serves without it until it does.
+  const renderedConfigs = new Set(state.configs.map((config) => config.id));
+  for (const key of state.apiKeys) {
+    if (key.defaultConfig === undefined || renderedConfigs.has(key.defaultConfig)) continue;
+    const index = statuses.findIndex((status) => status.kind === 'GatewayAPIKey' && status.name === key.id);
+    const resource = input.resources.GatewayAPIKey.find((candidate) => candidate.metadata.name === key.id);
+    if (index >= 0 && resource !== undefined) {
+      statuses[index] = statusOf('GatewayAPIKey', resource, OK, fail('ConfigNotFound', `GatewayConfig "${key.defaultConfig}" (defaultConfig) not found or not ready.`), true);
+    }
+    delete key.defaultConfig;
+  }
+
   for (const list of [state.apiKeys, state.configs, state.prompts, state.guardrails, state.rateLimitPolicies]) {
     list.sort((a, b) => compareStrings(a.id, b.id));
   }
   state.providers.sort((a, b) => compareStrings(a.slug, b.slug));
   statuses.sort((a, b) => compareStrings(`${a.kind}/${a.name}`, `${b.kind}/${b.name}`));
   return { state, credentials, statuses };
+}
+
+/**
+ * Models: each name (and alias) once, the older resource keeping it; a Model whose Provider
+ * or GatewayConfig was not rendered is left out (the proxy would refuse the reference).
+ */
+function renderModels(resources: readonly CustomResource[], state: RenderedStateDocument, statuses: RenderedStatus[]): void {
+  const providers = new Set(state.providers.map((provider) => provider.slug));
+  const configs = new Set(state.configs.map((config) => config.id));
+  const owners = new Map<string, string>();
+  const models: Array<z.input<typeof CatalogModelEntrySchema>> = [];
+  for (const resource of byPrecedence(resources)) {
+    const parsed = ModelSpecSchema.safeParse(resource.spec);
+    let accepted: Verdict = parsed.success ? OK : invalidSpec(parsed.error);
+    let resolved: Verdict = OK;
+    if (parsed.success) {
+      const spec = parsed.data;
+      const name = spec.name ?? resource.metadata.name;
+      if (accepted.ok && (spec.config === undefined) === (spec.target === undefined)) accepted = fail('InvalidSpec', 'Exactly one of config and target is required.');
+      const taken = [name, ...(spec.aliases ?? [])].find((alias) => owners.has(alias));
+      if (accepted.ok && taken !== undefined) accepted = fail('DuplicateModelName', `The model name "${taken}" is already used by Model "${owners.get(taken)}".`);
+      if (spec.target !== undefined && !providers.has(spec.target.slice(1))) resolved = fail('ProviderNotFound', `Provider "${spec.target.slice(1)}" not found or not ready.`);
+      if (spec.config !== undefined && !configs.has(spec.config)) resolved = fail('ConfigNotFound', `GatewayConfig "${spec.config}" not found or not ready.`);
+      if (accepted.ok && resolved.ok) {
+        const { name: _name, ...rest } = spec;
+        models.push({ name, ...rest });
+        for (const alias of [name, ...(spec.aliases ?? [])]) owners.set(alias, resource.metadata.name);
+      }
+    }
+    statuses.push(statusOf('Model', resource, accepted, resolved, accepted.ok && resolved.ok));
+  }
+  // Only when there are any: a namespace without Models renders the document it always did.
+  if (models.length > 0) state.models = models.sort((a, b) => compareStrings(a.name, b.name));
 }
 
 function statusOf(kind: KindName, resource: CustomResource, accepted: Verdict, resolved: Verdict, rendered: boolean): RenderedStatus {

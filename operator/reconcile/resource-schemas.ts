@@ -4,7 +4,7 @@ import {
   HookCheckSchema,
 } from '../../proxy/config/routing-config-hooks-schema.ts';
 import { RoutingConfigSchema } from '../../proxy/config/routing-config-schema.ts';
-import { ApiKeyEntrySchema, ProviderEntrySchema } from '../../proxy/config/state-schema.ts';
+import { ApiKeyEntrySchema, CatalogModelEntrySchema, ProviderEntrySchema } from '../../proxy/config/state-schema.ts';
 import { PromptEntrySchema } from '../../proxy/prompts/prompt-schema.ts';
 import { RateLimitPolicySchema } from '../../proxy/ratelimit/policy-schema.ts';
 
@@ -92,6 +92,20 @@ export const GatewayApiKeySpecSchema = z.strictObject({
   scopes: apiKeyShape.scopes.describe('inference (the /v1 model APIs) and/or admin (policies, prompts, logs); default [inference].'),
   keyHash: apiKeyShape.keyHash.describe('sha256:<64 hex digits> of the key.'),
   keySecretRef: SecretKeyRefSchema.optional().describe('The key itself, read from a Secret (hashed by the operator).'),
+  defaultConfig: apiKeyShape.defaultConfig.describe('A GatewayConfig (its name) for requests that send only a model the catalog lacks.'),
+  models: apiKeyShape.models.describe('The only models this key may select: Model names, "@<provider>/<model>" or "@<provider>/*"; default: all.'),
+});
+
+const modelShape = CatalogModelEntrySchema.shape;
+
+/** Model: a public model name of the catalog. Exactly one of config and target (checked by the renderer). */
+export const ModelSpecSchema = z.strictObject({
+  name: modelShape.name.optional().describe('The public model name clients send as "model" (default: metadata.name; set it for names Kubernetes does not allow, e.g. "qwen2.5:7b").'),
+  aliases: modelShape.aliases,
+  config: modelShape.config.describe('A GatewayConfig (its name) that serves this model.'),
+  target: modelShape.target.describe('A Provider ("@<name>") that serves this model.'),
+  model: modelShape.model.describe('The model name sent to the provider (default: the public name).'),
+  workspaces: modelShape.workspaces,
 });
 
 export const CONDITION_TYPES = ['Accepted', 'ResolvedRefs', 'Ready', 'Programmed'] as const;
@@ -122,7 +136,7 @@ export interface ResourceKind {
   readonly singular: string;
   readonly shortName: string;
   /** Key of the rendered state this kind feeds. */
-  readonly stateKey: 'configs' | 'providers' | 'rateLimitPolicies' | 'prompts' | 'guardrails' | 'apiKeys';
+  readonly stateKey: 'configs' | 'providers' | 'rateLimitPolicies' | 'prompts' | 'guardrails' | 'apiKeys' | 'models';
   readonly spec: z.ZodType;
   readonly description: string;
 }
@@ -181,6 +195,15 @@ export const RESOURCE_KINDS = {
     stateKey: 'apiKeys',
     spec: GatewayApiKeySpecSchema,
     description: 'A gateway API key: workspace, organisation, scopes; the key from a Secret or its sha256 hash.',
+  },
+  Model: {
+    kind: 'Model',
+    plural: 'models',
+    singular: 'model',
+    shortName: 'aigwm',
+    stateKey: 'models',
+    spec: ModelSpecSchema,
+    description: 'A public model name: requests that send it as "model" alone route to its Provider or GatewayConfig; /v1/models lists it.',
   },
 } as const satisfies Record<string, ResourceKind>;
 

@@ -58,10 +58,11 @@ export const ProviderEntrySchema = z.strictObject({
   project: z.string().optional(),
   // Provider-family options (api versions, regions, deployments…): shaped by each adapter.
   options: z.record(z.string(), z.unknown()).optional(),
-  /** Send the client's own Authorization / x-api-key to this provider when it has no key of its own. */
-  forwardClientCredential: z.boolean().optional(),
-  /** Only keys of these workspaces may use this provider (default: every workspace). */
-  workspaces: z.array(z.string().min(1)).min(1).optional(),
+  forwardClientCredential: z
+    .boolean()
+    .optional()
+    .describe("Send the client's own Authorization / x-api-key to this provider when it has no key of its own (default: never)."),
+  workspaces: z.array(z.string().min(1)).min(1).optional().describe('Only keys of these workspaces may use this provider (default: every workspace).'),
 });
 
 export const SavedConfigEntrySchema = z.strictObject({

@@ -34,6 +34,8 @@ Commands:
                --log-level <level>   (env AIGATEWAY_LOG_LEVEL, default info)
                --max-body-bytes <n>  (env AIGATEWAY_MAX_BODY_BYTES, default 20971520)
                --max-in-flight <n>   most /v1 requests at once, then 503 (env AIGATEWAY_MAX_IN_FLIGHT, default 2048)
+               --max-parsed-answer-bytes <n> largest plain answer read whole to be translated or checked, then 502 (env AIGATEWAY_MAX_PARSED_ANSWER_BYTES, default 16777216)
+               --max-in-flight-per-key <n> most /v1 requests of one API key at once, then 429 (env AIGATEWAY_MAX_IN_FLIGHT_PER_KEY, default a quarter of --max-in-flight)
                --drain-timeout-ms <n> on SIGTERM, cut open requests after this (env AIGATEWAY_DRAIN_TIMEOUT_MS, default 30000)
                --shutdown-delay-ms <n> on SIGTERM, keep serving this long after readiness turns false (env AIGATEWAY_SHUTDOWN_DELAY_MS, default 0)
                --metrics-port <n>    serve /metrics on this port instead of --port (env AIGATEWAY_METRICS_PORT)
@@ -131,6 +133,8 @@ async function serve(args: string[]): Promise<number> {
       'redis-url': { type: 'string' },
       'metrics-port': { type: 'string' },
       'max-in-flight': { type: 'string' },
+      'max-in-flight-per-key': { type: 'string' },
+      'max-parsed-answer-bytes': { type: 'string' },
       'drain-timeout-ms': { type: 'string' },
       'shutdown-delay-ms': { type: 'string' },
       'ratelimit-fail-mode': { type: 'string' },
@@ -183,6 +187,8 @@ async function serve(args: string[]): Promise<number> {
     rateLimitFailMode: failMode,
     metricsPort: positiveInteger(pick(values['metrics-port'], 'AIGATEWAY_METRICS_PORT'), 'metrics-port'),
     maxInFlight: positiveInteger(pick(values['max-in-flight'], 'AIGATEWAY_MAX_IN_FLIGHT'), 'max-in-flight'),
+    maxParsedAnswerBytes: positiveInteger(pick(values['max-parsed-answer-bytes'], 'AIGATEWAY_MAX_PARSED_ANSWER_BYTES'), 'max-parsed-answer-bytes'),
+    maxInFlightPerKey: positiveInteger(pick(values['max-in-flight-per-key'], 'AIGATEWAY_MAX_IN_FLIGHT_PER_KEY'), 'max-in-flight-per-key'),
     controlPlane,
     metrics,
     stateSource: kubeStateSourceOf(pick(values['kube-configmap'], 'AIGATEWAY_KUBE_CONFIGMAP'), pick(values['kube-secret'], 'AIGATEWAY_KUBE_SECRET'), env, logger),

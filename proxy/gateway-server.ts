@@ -5,6 +5,7 @@ import { authenticateMatchedRoute, isPublicRoute, PUBLIC_ROUTE } from './auth/ro
 import type { GatewayState } from './config/gateway-state.ts';
 import { registerInferenceRoutes, type InferenceDeps } from './endpoints/inference-routes.ts';
 import { sendGatewayError } from './error-reply.ts';
+import { guardPathParams } from './endpoints/path-param-check.ts';
 import { GatewayError, toErrorBody } from './errors.ts';
 import { HEADER, headerValue } from './gateway-headers.ts';
 import type { GatewayMetrics } from './observability/gateway-metrics.ts';
@@ -12,6 +13,7 @@ import type { RequestRecordSink } from './observability/request-record.ts';
 import { armRequestFinish, type FinishDeps } from './observability/request-finish.ts';
 import { environmentTracer, type RequestTracer } from './observability/tracing.ts';
 import { newRequestContext } from './request-context.ts';
+import { findDuplicateKey } from './openai/json-duplicate-keys.ts';
 
 // The data-plane HTTP server: hooks for trace id, auth and metadata; the inference routes;
 // health, readiness and metrics; errors in the OpenAI shape, converted here once.
@@ -30,6 +32,8 @@ export interface GatewayServerOptions {
   /** More route plugins (batches, files, logs…). */
   plugins?: readonly FastifyPluginAsync[] | undefined;
   /** Largest accepted request body (bytes); larger → 413. */
+  /** Most /v1 requests one API key may have in flight (default: a quarter of maxInFlight); beyond it, a fast 429. */
+  maxInFlightPerKey?: number | undefined;
   bodyLimitBytes?: number;
   /** OpenTelemetry tracing; default: what the OTEL_* environment asks for (off when unset); null: off. */
   tracer?: RequestTracer | null | undefined;
@@ -116,6 +120,9 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   });
 
   // Headers must arrive promptly; bodies within requestTimeout.
+  // Path parameters that leave their segment (`..`, `%2F`…) are refused on every route that has any.
+  app.addHook('onRoute', guardPathParams);
+
   app.server.headersTimeout = 30_000;
   app.decorateRequest('gateway', null as never);
   app.decorateRequest('rawBody', undefined);
@@ -131,11 +138,20 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
       return;
     }
     try {
-      done(null, JSON.parse(raw.toString('utf8')));
+    let parsed: unknown;
+      parsed = JSON.parse(raw.toString('utf8'));
     } catch (error) {
       done(new GatewayError('AIGW_ERR_INVALID_JSON', `Request body is not valid JSON: ${(error as Error).message}`), undefined);
     }
+      return;
+    }
+    // The parsed object is validated and the raw bytes forwarded: both must mean one thing.
+    const duplicate = findDuplicateKey(raw);
+    if (duplicate !== undefined) {
+      done(new GatewayError('AIGW_ERR_DUPLICATE_KEY', `Request body has the key "${duplicate}" more than once; send each key once.`, { param: duplicate }), undefined);
+      return;
   });
+    done(null, parsed);
 
   // Overload: a bounded number of requests in flight; past it, refuse fast rather than let
   // latency and memory grow without bound.
@@ -170,6 +186,30 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
 
   app.setErrorHandler((error: FastifyError | GatewayError, request, reply) => sendError(error, request, reply, logger));
   app.setNotFoundHandler((request, reply) => {
+  // Per key, after auth: one key's slow uploads or streams hold at most its share of the
+  // budget above, so another key still gets in (past its share a key gets a fast 429).
+  const maxInFlightPerKey = options.maxInFlightPerKey ?? defaultInFlightPerKey(maxInFlight);
+  const inFlightByKey = new Map<string, number>();
+  app.addHook('onRequest', (request, reply, done) => {
+    const keyId = request.gateway.apiKey?.id;
+    if (keyId === undefined) return done();
+    const held = inFlightByKey.get(keyId) ?? 0;
+    if (held >= maxInFlightPerKey) {
+      return done(
+        new GatewayError('AIGW_ERR_KEY_IN_FLIGHT_LIMIT', `This API key has ${held} requests in flight, the most one key may hold; retry when one finishes.`, {
+          headers: { 'retry-after': '1' },
+        }),
+      );
+    }
+    inFlightByKey.set(keyId, held + 1);
+    reply.raw.once('close', () => {
+      const left = (inFlightByKey.get(keyId) ?? 1) - 1;
+      if (left <= 0) inFlightByKey.delete(keyId);
+      else inFlightByKey.set(keyId, left);
+    });
+    done();
+  });
+
     const error = new GatewayError('AIGW_ERR_NOT_FOUND', `Unknown route: ${request.method} ${request.url.split('?')[0]}`);
     return sendError(error, request, reply, logger);
   });
@@ -206,6 +246,11 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
 
 // A client's trace id is echoed and logged: printable ASCII only, bounded.
 const TRACE_ID = /^[\x21-\x7e]+$/;
+/** A quarter of the global budget: one key (or three) at its limit leaves room for the others. */
+export function defaultInFlightPerKey(maxInFlight: number): number {
+  return Math.max(1, Math.floor(maxInFlight / 4));
+}
+
 
 function traceIdFor(presented: string | undefined): string {
   if (presented !== undefined && presented.length <= MAX_TRACE_ID_LENGTH && TRACE_ID.test(presented)) return presented;

@@ -22,6 +22,7 @@ import { RateLimiter, type FailMode } from './ratelimit/rate-limiter.ts';
 import { CircuitBreakers, CIRCUIT_STATE_VALUE } from './resilience/circuit-breakers.ts';
 import type { RoutingRuntime } from './routing/execute-plan.ts';
 import { createUpstreamAgent } from './upstream/upstream-agent.ts';
+import { setPlainAnswerLimits } from './upstream/plain-answer-limits.ts';
 import { StateLoadError } from './errors.ts';
 
 // Wires a gateway from a state file: load → serve → watch and hot-swap. The CLI's
@@ -61,6 +62,10 @@ export interface StartGatewayOptions {
   metricsPort?: number;
   /** Most /v1 requests in flight at once; beyond it, a fast 503 with retry-after (default 2048). */
   maxInFlight?: number;
+  /** Largest plain answer read whole to be translated or checked (plain-answer-limits.ts; default 16 MiB). */
+  maxParsedAnswerBytes?: number;
+  /** Most /v1 requests one API key may have in flight (default: a quarter of maxInFlight); beyond it, a fast 429. */
+  maxInFlightPerKey?: number;
   /** The response cache's store (default: memory, bounded) and semantic index (default: memory). */
   cacheStore?: ResponseCacheStore;
   semanticIndex?: SemanticIndex;
@@ -211,6 +216,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     },
   };
   const server = createGatewayServer({
+  if (options.maxParsedAnswerBytes !== undefined) setPlainAnswerLimits(options.maxParsedAnswerBytes);
     initialState: loaded.state,
     logger,
     metrics,
@@ -228,6 +234,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     requestSink: options.requestSink,
     maxInFlight: options.maxInFlight,
     bodyLimitBytes: options.bodyLimitBytes,
+    maxInFlightPerKey: options.maxInFlightPerKey,
     metricsRoute: options.metricsPort === undefined,
   });
 

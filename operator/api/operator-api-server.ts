@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { authenticateMatchedRoute, isPublicRoute, PUBLIC_ROUTE } from '../../proxy/auth/route-access.ts';
+import { guardPathParams } from '../../proxy/endpoints/path-param-check.ts';
 import type { GatewayState } from '../../proxy/config/gateway-state.ts';
 import { GatewayError, isGatewayError, toErrorBody } from '../../proxy/errors.ts';
 import type { RateLimitPolicy } from '../../proxy/ratelimit/policy-schema.ts';
@@ -37,6 +38,8 @@ const TRACE_HEADER = 'x-gateway-trace-id';
 export async function startOperatorApi(options: OperatorApiOptions): Promise<OperatorApi> {
   const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, requestIdHeader: false, routerOptions: { ignoreTrailingSlash: true } });
   app.decorateRequest('gateway', null as never);
+  // Policy and prompt ids end up in store keys and API paths: `..` and encoded separators are refused.
+  app.addHook('onRoute', guardPathParams);
 
   app.addHook('onRequest', async (request, reply) => {
     const presented = request.headers[TRACE_HEADER];

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { discard } from '../upstream/guarded-call.ts';
-import { attemptTarget } from '../upstream/call-target.ts';
+import { attemptTarget, completePlainAnswer } from '../upstream/call-target.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
@@ -60,6 +60,9 @@ async function embedThrough(dispatcher: Dispatcher, target: ResolvedTarget, body
     discard(result.response.body);
     throw new Error(`embeddings provider answered ${result.response.statusCode}`);
   }
+  // Held only while it is read: the vector is all that is kept.
+  const { plain, release } = await completePlainAnswer(result.response, result.plain, target.provider);
+  release();
   const transform = target.adapter.transformResponse;
-  return transform === undefined ? result.plain.parsed : transform('embeddings', result.plain.parsed, result.requestBody);
+  return transform === undefined ? plain.parsed : transform('embeddings', plain.parsed, result.requestBody);
 }

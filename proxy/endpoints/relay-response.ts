@@ -1,8 +1,11 @@
-import { PassThrough, type Readable, type Transform } from 'node:stream';
+import { PassThrough, pipeline, Readable, type Transform } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
-import type { PlainAnswer } from '../upstream/call-target.ts';
+import { completePlainAnswer, type PlainAnswer } from '../upstream/call-target.ts';
+import { MAX_RELAYED_PLAIN_BYTES } from '../upstream/plain-answer-limits.ts';
+import type { BodyPrefix } from '../upstream/read-body.ts';
+import { JsonUsageScanner } from '../streams/json-usage-scanner.ts';
 import { discard, MAX_ERROR_BODY_BYTES, relayedHeaders, type GuardedResponse } from '../upstream/guarded-call.ts';
 import { readBodyText } from '../upstream/read-body.ts';
 import { SseEventSizeGuard, SseEventTooLargeError } from '../providers/sse-parser.ts';
@@ -95,7 +98,16 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
       release(false);
     }
   }
-  const { out, answer } = plainAnswer(reply, input, input.plain);
+  let plain = input.plain;
+  if (plain.partial !== undefined) {
+    // Larger than the attempt holds: relayed as it comes unless something must parse it.
+    if (target.adapter.transformResponse === undefined && input.finishPlain === undefined) return relayLargePlain(reply, input, plain.partial);
+    const completed = await completePlainAnswer(upstream, plain, target.provider);
+    if (reply.raw.destroyed) completed.release();
+    else reply.raw.once('close', completed.release);
+    plain = completed.plain;
+  }
+  const { out, answer } = plainAnswer(reply, input, plain);
   const store = (): void => input.observer?.plain(Buffer.isBuffer(out) ? out : Buffer.from(out), answer);
   if (input.finishPlain === undefined) {
     store();
@@ -168,6 +180,39 @@ function plainAnswer(reply: FastifyReply, input: RelayInput, plain: PlainAnswer)
   reply.removeHeader('content-encoding');
   reply.header('content-type', 'application/json; charset=utf-8');
   return { out, answer: transformed };
+}
+
+/**
+ * A large untranslated plain answer nobody checks: relayed chunk by chunk with its length
+ * (a cut answer is visibly short), usage and model read from the bytes as they pass. Not
+ * stored in the cache (an entry that size is over the cache's entry limit anyway).
+ */
+function relayLargePlain(reply: FastifyReply, input: RelayInput, prefix: BodyPrefix): FastifyReply {
+  const { upstream, context } = input;
+  const length = upstream.headers['content-length'];
+  if (typeof length === 'string' && /^\d{1,15}$/.test(length)) reply.header('content-length', length);
+  const body = upstream.body;
+  async function* answer(): AsyncGenerator<Buffer> {
+    yield* prefix.chunks;
+    let size = prefix.size;
+    for await (const chunk of body) {
+      size += (chunk as Buffer).length;
+      if (size > MAX_RELAYED_PLAIN_BYTES) {
+        discard(body);
+        throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `The provider's answer is larger than ${MAX_RELAYED_PLAIN_BYTES} bytes.`);
+      }
+      yield chunk as Buffer;
+    }
+  }
+  const scanner = new JsonUsageScanner((members) => {
+    context.upstreamDoneAt = process.hrtime.bigint();
+    noteUsage(members, input);
+  });
+  // A failure mid-answer destroys the client's response: it sees a cut body, not a whole one.
+  pipeline(Readable.from(answer()), scanner, (error) => {
+    if (error !== undefined && error !== null) discard(body);
+  });
+  return reply.send(scanner);
 }
 
 /**

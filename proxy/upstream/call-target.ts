@@ -2,9 +2,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError } from '../errors.ts';
-import { readBodyBytes } from './read-body.ts';
+import { readBodyBytes, readBodyPrefix, type BodyPrefix } from './read-body.ts';
+import { plainAnswerLimits, PREFIX_BYTES, reservePlainAnswerBytes } from './plain-answer-limits.ts';
 import { dispatcherFor } from './upstream-agent.ts';
-import { guardedCall, upstreamFailure, secretsOfTarget, type GuardedResponse } from './guarded-call.ts';
+import { discard, guardedCall, upstreamFailure, secretsOfTarget, type GuardedResponse } from './guarded-call.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 
 // One upstream attempt for one resolved target: override_params, the provider's plan,
@@ -29,16 +30,20 @@ export type AttemptResult =
 export type UpstreamAnswer = Extract<AttemptResult, { kind: 'response' }>;
 
 export interface PlainAnswer {
+  /** The whole answer (empty when it is `partial`). */
   readonly bytes: Buffer;
-  /** The parsed JSON, or undefined when the answer is not JSON. */
+  /** The parsed JSON, or undefined when the answer is not JSON (or is `partial`). */
   readonly parsed: unknown;
+  /**
+   * Set for an answer larger than PREFIX_BYTES: what was read of it, the rest still in the
+   * response body. The relay streams it on, or reads it whole with completePlainAnswer.
+   */
+  readonly partial?: BodyPrefix | undefined;
 }
 
 /** The agent's own timeouts (upstream-agent.ts) when the config sets no request_timeout. */
 const AGENT_DEFAULT_TIMEOUT_MS = 600_000;
 
-/** Largest plain answer read (embeddings of long batches can be tens of MB). */
-const MAX_PLAIN_ANSWER = 64 * 1024 * 1024;
 
 export interface AttemptInput {
   readonly dispatcher: Dispatcher;
@@ -107,7 +112,13 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
     // A plain answer (or a "stream" that is not SSE) is read here, inside the attempt, so that
     // a body that breaks off or is not JSON is a failure the strategy can retry or fall back
     // from — not a broken 200.
-    const bytes = await readBodyBytes(response.body, MAX_PLAIN_ANSWER);
+    // A large answer is not held here (plain-answer-limits.ts): the relay streams it on or
+    // reads it whole, capped, if something must parse it.
+    const prefix = await readBodyPrefix(response.body, PREFIX_BYTES);
+    if (!prefix.ended) {
+      return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: { bytes: EMPTY, parsed: undefined, partial: prefix } };
+    }
+    const bytes = await readBodyBytes(response.body, PREFIX_BYTES, undefined, prefix);
     const parsed = parseJson(bytes);
     if (parsed === undefined && /json/i.test(String(response.headers['content-type'] ?? 'json'))) {
       const error = new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered ${status} with a body that is not valid JSON.`);
@@ -157,6 +168,37 @@ function firstChunk(body: Dispatcher.ResponseData['body']): Promise<void> {
   });
 }
 
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * A partial plain answer read whole and parsed: up to the parsed-answer cap (a larger one is
+ * a 502 and the upstream is aborted) and within the process's budget for large answers (a
+ * 503 with retry-after when it is spent). `release` gives the budget back once the answer
+ * is no longer held.
+ */
+export async function completePlainAnswer(response: GuardedResponse, plain: PlainAnswer, provider: string): Promise<{ plain: PlainAnswer; release: () => void }> {
+  const prefix = plain.partial;
+  if (prefix === undefined) return { plain, release: () => undefined };
+  const limit = plainAnswerLimits().maxParsedBytes;
+  const length = response.headers['content-length'];
+  const declared = typeof length === 'string' && /^\d{1,15}$/.test(length) ? Number(length) : undefined;
+  const release = declared !== undefined && declared > limit ? () => undefined : reservePlainAnswerBytes(declared ?? limit);
+  if (release === undefined) {
+    discard(response.body);
+    throw new GatewayError('AIGW_ERR_OVERLOADED', `The gateway is reading too many large answers at once; retry shortly (${provider}'s answer was not read).`, {
+      headers: { 'retry-after': '1' },
+    });
+  }
+  try {
+    const bytes = await readBodyBytes(response.body, limit, declared, prefix);
+    return { plain: { bytes, parsed: parseJson(bytes) }, release };
+  } catch (error) {
+    release();
+    if (error instanceof GatewayError) throw new GatewayError(error.code, `${provider}: ${error.message} Larger answers are relayed only when nothing needs to parse them (no translation, no output guardrails).`);
+    throw upstreamFailure(error, provider);
+  }
+}
 
 function parseJson(bytes: Buffer): unknown {
   try {

@@ -3,6 +3,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyPluginAsy
 import type { Logger } from 'pino';
 import { authenticateMatchedRoute, isPublicRoute, PUBLIC_ROUTE } from './auth/route-access.ts';
 import type { GatewayState } from './config/gateway-state.ts';
+import { normaliseVendorHeaders } from './config/vendor-names.ts';
 import { registerInferenceRoutes, type InferenceDeps } from './endpoints/inference-routes.ts';
 import { sendGatewayError } from './error-reply.ts';
 import { guardPathParams } from './endpoints/path-param-check.ts';
@@ -178,6 +179,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     try {
       request.gateway.apiKey = authenticateMatchedRoute(request, request.gateway.state);
       request.gateway.metadata = parseMetadata(headerValue(request.headers[HEADER.metadata]));
+      normaliseVendorHeaders(request.raw.headers);
     } catch (error) {
       return done(error as Error);
     }

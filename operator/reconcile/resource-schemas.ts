@@ -39,6 +39,11 @@ export const ROUTING_CREDENTIAL_KEYS: readonly string[] = Object.freeze([
   'cloudC_access_key_id',
   'cloudC_secret_access_key',
   'cloudC_session_token',
+  // The same under their real names (proxy/config/vendor-names.ts).
+  'vertex_service_account_json',
+  'aws_access_key_id',
+  'aws_secret_access_key',
+  'aws_session_token',
 ]);
 
 /** GatewayConfig: the spec is the gateway's routing Config object itself. */

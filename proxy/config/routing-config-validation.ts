@@ -6,6 +6,7 @@ import type { RoutingConfig } from './routing-config-schema.ts';
 import { collectRoutingRuleIssues, isPlainObject } from './routing-config-rules.ts';
 import type { ConfigIssue } from './routing-config-rules.ts';
 import { formatIssue, fromZodIssue } from '../openai/zod-issues.ts';
+import { withSpecConfigKeys } from './vendor-names.ts';
 
 /** How many levels of `targets` may nest below the root config. */
 export const MAX_TARGET_DEPTH = 8;
@@ -22,10 +23,12 @@ export type RoutingConfigParseResult =
  * parseRoutingConfig({ retry: { attempts: 9 } })
  * // → { success: false, issues: ['retry.attempts: must be at most 5'] }
  */
-export function parseRoutingConfig(input: unknown): RoutingConfigParseResult {
+export function parseRoutingConfig(raw: unknown): RoutingConfigParseResult {
   try {
-    const tooDeep = findTooDeepTargets(input);
+    const tooDeep = findTooDeepTargets(raw);
     if (tooDeep !== undefined) return { success: false, issues: [formatConfigIssue(tooDeep)] };
+    // Real vendor names (azure_region, aws_region, …) stand for the spec's keys.
+    const input = withSpecConfigKeys(raw);
     // reportInput lets the formatter tell a missing key ("Required") from a wrong value.
     const parsed = RoutingConfigSchema.safeParse(input, { reportInput: true });
     const issues: ConfigIssue[] = parsed.success ? [] : parsed.error.issues.flatMap((issue) => fromZodIssue(issue, []));

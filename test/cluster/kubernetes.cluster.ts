@@ -131,7 +131,7 @@ describe('aigateway on a real Kubernetes cluster', { skip, timeout: 900_000 }, (
     let index = 0;
     for (const line of out.stdout.split('\n').filter((entry) => entry !== '')) {
       const [component, ip] = line.split(' ');
-      const port = component === 'proxy' ? 8787 : 9090;
+      const port = 9090; // both serve /metrics on their metrics port (proxy.metricsPort, operator.metricsPort)
       const text = await (await request(`http://${ip}:${port}/metrics`, { dispatcher: direct })).body.text();
       const match = /^aigateway_(?:operator_)?process_resident_memory_bytes (\d+)/m.exec(text);
       memory[`${component}-${index++}`] = Math.round(Number(match?.[1] ?? 0) / 1024 / 1024);

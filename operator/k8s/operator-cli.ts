@@ -22,6 +22,10 @@ function pick(flag: string | undefined, ...envNames: string[]): string | undefin
   return undefined;
 }
 
+function list(value: string | undefined): string[] {
+  return (value ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '');
+}
+
 function integer(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const parsed = Number(value);
@@ -54,6 +58,8 @@ export async function operatorCommand(args: string[]): Promise<number> {
         'api-port': { type: 'string' },
         host: { type: 'string' },
         'egress-allow': { type: 'string' },
+        'egress-client-allow': { type: 'string' },
+        'protected-secrets': { type: 'string' },
         'owner-deployment': { type: 'string' },
         identity: { type: 'string' },
         'proxy-service': { type: 'string' },
@@ -99,7 +105,9 @@ export async function operatorCommand(args: string[]): Promise<number> {
     metricsHost: host,
     apiPort,
     apiHost: host,
-    egressAllow: (pick(values['egress-allow'], 'AIGATEWAY_EGRESS_ALLOW') ?? '').split(',').map((item) => item.trim()).filter((item) => item !== ''),
+    egressAllow: list(pick(values['egress-allow'], 'AIGATEWAY_EGRESS_ALLOW')),
+    egressClientAllow: list(pick(values['egress-client-allow'], 'AIGATEWAY_EGRESS_CLIENT_ALLOW')),
+    protectedSecrets: list(pick(values['protected-secrets'], 'AIGATEWAY_PROTECTED_SECRETS')),
     ownerDeployment: pick(values['owner-deployment'], 'AIGATEWAY_OWNER_DEPLOYMENT'),
     proxyService: pick(values['proxy-service'], 'AIGATEWAY_PROXY_SERVICE'),
   });

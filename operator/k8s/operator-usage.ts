@@ -10,7 +10,14 @@ export const OPERATOR_USAGE = `  operator   Run the Kubernetes operator (watches
                --metrics-port <n>        /metrics, /healthz, /readyz (env AIGATEWAY_METRICS_PORT, default 9090)
                --api-port <n>            control-plane API (env AIGATEWAY_API_PORT, default 8080)
                --host <h>                listen address (env AIGATEWAY_HOST, default 0.0.0.0)
-               --egress-allow <list>     comma-separated egress.allow of the state (env AIGATEWAY_EGRESS_ALLOW)
+               --egress-allow <list>     comma-separated egress.allow of the state: private ranges or hosts the
+                                         operator's own hosts may use (env AIGATEWAY_EGRESS_ALLOW)
+               --egress-client-allow <list>
+                                         comma-separated egress.clientAllow: the same for hosts a request
+                                         chooses (env AIGATEWAY_EGRESS_CLIENT_ALLOW; default public only)
+               --protected-secrets <list>
+                                         Secrets no resource may reference even when labelled: sealing key,
+                                         store URLs (env AIGATEWAY_PROTECTED_SECRETS)
                --owner-deployment <name> owner of the output objects (env AIGATEWAY_OWNER_DEPLOYMENT)
                --proxy-service <name>    the proxy Service: GatewayConfigs get Programmed once every ready replica
                                          serves their generation (env AIGATEWAY_PROXY_SERVICE)

@@ -1,12 +1,15 @@
 import type { Logger } from 'pino';
 import { GROUP_VERSION, KIND_NAMES, RESOURCE_KINDS, type KindName } from '../reconcile/resource-schemas.ts';
 import type { CustomResource, GatewayResources, ObjectMeta, SecretResource } from '../reconcile/resource-types.ts';
+import { CREDENTIAL_LABEL } from '../reconcile/secret-access.ts';
 import { Informer } from './informer.ts';
 import type { KubeClient } from './kube-client.ts';
 
 // The informers of one namespace: the six kinds and its Secrets. Every replica runs them
 // (followers serve the control-plane API from the cache and take over with a warm cache).
-// Helm release Secrets and the operator's own output Secret are not watched.
+// Only Secrets carrying the opt-in label (aigateway.dev/credential) are listed and watched:
+// the rest never enter the process. Helm release Secrets and the operator's own output
+// Secret are excluded too.
 
 export interface ResourceCacheOptions {
   readonly client: KubeClient;
@@ -47,7 +50,9 @@ export class ResourceCache {
       name: 'secrets',
       path: `/api/v1/namespaces/${options.namespace}/secrets`,
       fieldSelector: `type!=helm.sh/release.v1,metadata.name!=${options.outputSecretName}`,
-      transform: (object) => ({ metadata: slimMetadata(object.metadata), data: object.data }),
+      // Any value: a Secret labelled for the wrong purpose is then reported precisely.
+      labelSelector: CREDENTIAL_LABEL,
+      transform: (object) => ({ metadata: slimMetadata(object.metadata), type: object.type, data: object.data }),
       onRelist: (reason) => options.onRelist?.('secrets', reason),
     });
   }
@@ -79,11 +84,11 @@ export class ResourceCache {
     return this.#kinds[kind].get(name);
   }
 
-  /** What renderGatewayState reads. */
-  snapshot(egressAllow: readonly string[]): GatewayResources {
+  /** What renderGatewayState reads; `settings` are the operator's own (egress, protected Secrets). */
+  snapshot(settings: Pick<GatewayResources, 'egressAllow' | 'egressClientAllow' | 'protectedSecrets'>): GatewayResources {
     const resources = {} as Record<KindName, CustomResource[]>;
     for (const kind of KIND_NAMES) resources[kind] = this.#kinds[kind].list();
-    return { resources, secrets: this.#secrets.list(), egressAllow };
+    return { resources, secrets: this.#secrets.list(), ...settings };
   }
 
   #all(): Array<Informer<CustomResource> | Informer<SecretResource>> {

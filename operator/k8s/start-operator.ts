@@ -38,6 +38,13 @@ export interface OperatorOptions {
   readonly apiPort?: number;
   readonly apiHost?: string;
   readonly egressAllow?: readonly string[];
+  /** `egress.clientAllow` of the state: where hosts a request chooses may go (default: public only). */
+  readonly egressClientAllow?: readonly string[];
+  /**
+   * Secrets no resource may reference even when labelled (the sealing key, store URLs);
+   * the output Secret is always among them.
+   */
+  readonly protectedSecrets?: readonly string[];
   /** The operator's Deployment: owner of the output objects, so they are garbage-collected with it. */
   readonly ownerDeployment?: string | undefined;
   readonly relistIntervalMs?: number;
@@ -77,14 +84,18 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     secretName: options.secretName ?? 'aigateway-credentials',
     owner: await ownerOf(client, namespace, options.ownerDeployment, logger),
   };
-  const egressAllow = options.egressAllow ?? [];
+  const settings = {
+    egressAllow: options.egressAllow ?? [],
+    egressClientAllow: options.egressClientAllow ?? [],
+    protectedSecrets: [...new Set([target.secretName, ...(options.protectedSecrets ?? [])])],
+  };
   let view: RenderView | undefined;
   let applied: string | undefined;
   let closed = false;
 
   /** Renders the cache; throws when the result would not load in the proxy (a bug guard). */
   const render = (): RenderView => {
-    const result = renderGatewayState(cache.snapshot(egressAllow));
+    const result = renderGatewayState(cache.snapshot(settings));
     const serialized = serializeRenderedState(result);
     const loaded = loadStateFromTexts({ state: serialized.stateYaml, credentials: serialized.credentialsYaml }, {});
     if (!loaded.ok) throw new Error(`rendered state would be rejected by the proxy: ${loaded.errors.join('; ')}`);

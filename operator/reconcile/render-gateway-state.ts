@@ -14,14 +14,15 @@ import {
   ModelSpecSchema,
   RateLimitPolicySpecSchema,
   type KindName,
-  type SecretKeyRef,
 } from './resource-schemas.ts';
-import type { CustomResource, DesiredCondition, GatewayResources, RenderedStatus, SecretResource } from './resource-types.ts';
+import type { CustomResource, DesiredCondition, GatewayResources, RenderedStatus } from './resource-types.ts';
+import { readCredential } from './secret-access.ts';
 
 // renderGatewayState: the custom resources of one namespace → the gateway state document
 // (the ConfigMap), the credentials document (the Secret) and the status of every resource.
-// Pure. A resource that is invalid or whose Secret is missing is left out and reported in
-// its status; it never breaks the rest, and the output always loads in the proxy.
+// Pure. A resource that is invalid or whose Secret is missing or not permitted (see
+// secret-access.ts) is left out and reported in its status; it never breaks the rest, and
+// the output always loads in the proxy.
 
 export const LAST_UPDATED_ANNOTATION = 'aigateway.dev/last-updated-at';
 
@@ -33,7 +34,7 @@ export interface RenderedStateDocument {
   guardrails: Array<{ id: string; [key: string]: unknown }>;
   rateLimitPolicies: Array<z.input<typeof RateLimitPolicySchema>>;
   models?: Array<z.input<typeof CatalogModelEntrySchema>>;
-  egress: { allow: string[] };
+  egress: { allow: string[]; clientAllow: string[] };
 }
 
 export interface RenderedCredentials {
@@ -60,6 +61,7 @@ const MIN_KEY_LENGTH = 8;
  */
 export function renderGatewayState(input: GatewayResources): RenderResult {
   const secrets = new Map(input.secrets.map((secret) => [secret.metadata.name, secret]));
+  const protectedSecrets = new Set(input.protectedSecrets ?? []);
   const state: RenderedStateDocument = {
     apiKeys: [],
     providers: [],
@@ -67,7 +69,7 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
     prompts: [],
     guardrails: [],
     rateLimitPolicies: [],
-    egress: { allow: [...(input.egressAllow ?? [])] },
+    egress: { allow: [...(input.egressAllow ?? [])], clientAllow: [...(input.egressClientAllow ?? [])] },
   };
   const credentials: RenderedCredentials = { providers: {}, apiKeys: {} };
   const statuses: RenderedStatus[] = [];
@@ -89,7 +91,7 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
     const owner = virtualKey === undefined ? undefined : virtualKeys.get(virtualKey);
     if (accepted.ok && owner !== undefined) accepted = fail('DuplicateVirtualKey', `virtualKey "${virtualKey}" is already used by Provider "${owner}".`);
     const ref = parsed.success ? parsed.data.apiKeySecretRef : undefined;
-    const secret = ref === undefined ? undefined : readSecretKey(secrets, ref);
+    const secret = ref === undefined ? undefined : readCredential(secrets, ref, 'provider', protectedSecrets);
     const resolved: Verdict = secret === undefined || secret.ok ? OK : secret;
     const rendered = accepted.ok && resolved.ok && parsed.success;
     if (rendered) {
@@ -138,7 +140,7 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
     let resolved: Verdict = OK;
     let digest: string | undefined = parsed.success ? parsed.data.keyHash?.slice('sha256:'.length).toLowerCase() : undefined;
     if (accepted.ok && parsed.success && parsed.data.keySecretRef !== undefined) {
-      const secret = readSecretKey(secrets, parsed.data.keySecretRef);
+      const secret = readCredential(secrets, parsed.data.keySecretRef, 'gateway-key', protectedSecrets);
       if (!secret.ok) resolved = secret;
       else if (secret.value.length < MIN_KEY_LENGTH) resolved = fail('InvalidSecretValue', `The key in Secret "${parsed.data.keySecretRef.name}" is shorter than ${MIN_KEY_LENGTH} characters.`);
       else digest = createHash('sha256').update(secret.value).digest('hex');
@@ -261,20 +263,6 @@ function statusOf(kind: KindName, resource: CustomResource, accepted: Verdict, r
         },
   );
   return { kind, name: resource.metadata.name, uid: resource.metadata.uid, generation: resource.metadata.generation ?? 0, conditions, rendered };
-}
-
-/** A Secret key's value, or why it cannot be read. Values are UTF-8; a trailing newline is dropped. */
-function readSecretKey(
-  secrets: ReadonlyMap<string, SecretResource>,
-  ref: SecretKeyRef,
-): { ok: true; value: string } | { ok: false; reason: string; message: string } {
-  const secret = secrets.get(ref.name);
-  if (secret === undefined) return { ok: false, reason: 'SecretNotFound', message: `Secret "${ref.name}" not found.` };
-  const encoded = secret.data?.[ref.key];
-  if (encoded === undefined) return { ok: false, reason: 'SecretKeyNotFound', message: `Secret "${ref.name}" has no key "${ref.key}".` };
-  const value = Buffer.from(encoded, 'base64').toString('utf8').replace(/\r?\n$/, '');
-  if (value === '') return { ok: false, reason: 'InvalidSecretValue', message: `Secret "${ref.name}" key "${ref.key}" is empty.` };
-  return { ok: true, value };
 }
 
 function fail(reason: string, message: string): Verdict {

@@ -24,6 +24,8 @@ export interface CustomResource {
 
 export interface SecretResource {
   readonly metadata: ObjectMeta;
+  /** `Opaque` (or unset) for credentials; other types are refused. */
+  readonly type?: string | undefined;
   /** Base64-encoded values, as the API returns them. */
   readonly data?: Readonly<Record<string, string>> | undefined;
 }
@@ -34,6 +36,10 @@ export interface GatewayResources {
   readonly secrets: readonly SecretResource[];
   /** `egress.allow` of the rendered state (an operator setting, not a resource). */
   readonly egressAllow?: readonly string[] | undefined;
+  /** `egress.clientAllow`: where hosts chosen by a request may go (default: public addresses only). */
+  readonly egressClientAllow?: readonly string[] | undefined;
+  /** Secrets no resource may reference even when labelled: rendered credentials, sealing key, store URLs. */
+  readonly protectedSecrets?: readonly string[] | undefined;
 }
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown';

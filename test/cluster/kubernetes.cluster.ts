@@ -197,7 +197,9 @@ describe('aigateway on a real Kubernetes cluster', { skip, timeout: 900_000 }, (
     await kubectl('rollout', 'status', 'deployment/mock-provider', '--timeout=120s');
     // The user's Secrets first (random keys, never from examples/), then the resources.
     await kubectl('create', 'secret', 'generic', 'mock-key', `--from-literal=apiKey=${providerKey}`);
+    await kubectl('label', 'secret', 'mock-key', 'aigateway.dev/credential=provider');
     await kubectl('create', 'secret', 'generic', 'gateway-keys', `--from-literal=platform-admin=${gatewayKey}`);
+    await kubectl('label', 'secret', 'gateway-keys', 'aigateway.dev/credential=gateway-key');
     const host = `http://mock-provider.${NS}.svc.cluster.local/v1`;
     await apply(`
 apiVersion: aigateway.dev/v1alpha1
@@ -325,7 +327,11 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
         samples['provider']?.push(await propagate(() => apply(providerYaml), { 'x-gateway-provider': `@${name}` }, 'model=probe', [400, 401, 404]));
         // A Secret rotation: the provider key the mock receives changes.
         providerKey = `sk-mock-${randomBytes(16).toString('hex')}`;
-        const secretYaml = (await kubectl('create', 'secret', 'generic', 'mock-key', `--from-literal=apiKey=${providerKey}`, '--dry-run=client', '-o', 'yaml')).stdout;
+        // The rotated Secret keeps its opt-in label (written out, not left to apply's merge).
+        const secretYaml = (await kubectl('create', 'secret', 'generic', 'mock-key', `--from-literal=apiKey=${providerKey}`, '--dry-run=client', '-o', 'yaml')).stdout.replace(
+          /^metadata:\n/m,
+          'metadata:\n  labels: { aigateway.dev/credential: provider }\n',
+        );
         samples['secret']?.push(await propagate(() => apply(secretYaml), { 'x-gateway-config': 'prop' }, `key=${providerKey.slice(-8)}`, []));
       }
     }

@@ -104,7 +104,9 @@ describe('Helm chart', { skip, timeout: 240_000 }, () => {
     );
     // The documented order: the user's Secrets first, then the examples (which hold none).
     await env.kubectl(['-n', namespace, 'create', 'secret', 'generic', 'openai-credentials', `--from-literal=apiKey=sk-${randomBytes(24).toString('hex')}`]);
+    await env.kubectl(['-n', namespace, 'label', 'secret', 'openai-credentials', 'aigateway.dev/credential=provider']);
     await env.kubectl(['-n', namespace, 'create', 'secret', 'generic', 'gateway-keys', `--from-literal=platform-admin=gw-${randomBytes(24).toString('hex')}`]);
+    await env.kubectl(['-n', namespace, 'label', 'secret', 'gateway-keys', 'aigateway.dev/credential=gateway-key']);
     await env.kubectl(['-n', namespace, 'apply', '-f', `${ROOT}/examples/`]);
     // The same settings as the chart's operator Deployment.
     operator = await startOperatorProcess({

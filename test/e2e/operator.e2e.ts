@@ -57,7 +57,9 @@ describe('operator against the API server', { skip, timeout: 240_000 }, () => {
   test('kubectl apply of the examples renders the ConfigMap and Secret, and every resource becomes Ready', async () => {
     // The documented order: the user's Secrets first, then the examples (which hold none).
     await kubectl(['create', 'secret', 'generic', 'openai-credentials', `--from-literal=apiKey=${OPENAI_KEY}`]);
+    await kubectl(['label', 'secret', 'openai-credentials', 'aigateway.dev/credential=provider']);
     await kubectl(['create', 'secret', 'generic', 'gateway-keys', `--from-literal=platform-admin=gw-${randomBytes(24).toString('hex')}`]);
+    await kubectl(['label', 'secret', 'gateway-keys', 'aigateway.dev/credential=gateway-key']);
     await kubectl(['apply', '-f', `${ROOT}/examples/`]);
     assert.equal(JSON.parse((await kubectl(['get', 'secret', 'openai-credentials', '-o', 'json'])).stdout).data.apiKey, Buffer.from(OPENAI_KEY).toString('base64'), 'the examples left the Secret alone');
     const state = await eventually(async () => {
@@ -99,8 +101,9 @@ spec: { provider: openai, apiKeySecretRef: { name: does-not-exist, key: apiKey }
     assert.ok(events.some((event) => event.type === 'Warning'));
     assert.ok(!ids(await renderedState(), 'providers').includes('broken'));
     assert.ok(ids(await renderedState(), 'providers').includes('openai-prod'), 'the rest still renders');
-    // Creating the Secret repairs it.
+    // Creating the Secret repairs it once it opts in with the label (unlabelled, the operator never sees it).
     await kubectl(['create', 'secret', 'generic', 'does-not-exist', '--from-literal=apiKey=sk-now-here']);
+    await kubectl(['label', 'secret', 'does-not-exist', 'aigateway.dev/credential=provider']);
     await kubectl(['wait', '--for=condition=Ready', 'aigwp/broken', '--timeout=20s']);
   });
 

@@ -50,7 +50,9 @@ describe('proxy hot reload from the rendered ConfigMap', { skip, timeout: 240_00
     await env.kubectl(['wait', '--for=condition=Established', 'crd', '-l', 'app.kubernetes.io/part-of=aigateway', '--timeout=60s']);
     namespace = await env.createNamespace('aigw-proxy');
     await kubectl(['create', 'secret', 'generic', 'mock-credentials', '--from-literal=apiKey=sk-mock']);
+    await kubectl(['label', 'secret', 'mock-credentials', 'aigateway.dev/credential=provider']);
     await kubectl(['create', 'secret', 'generic', 'gateway-keys', `--from-literal=admin=${ADMIN_KEY}`]);
+    await kubectl(['label', 'secret', 'gateway-keys', 'aigateway.dev/credential=gateway-key']);
     await kubectl(['apply', '-f', '-'], `apiVersion: aigateway.dev/v1alpha1
 kind: Provider
 metadata: { name: mock }

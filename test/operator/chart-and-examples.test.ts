@@ -10,11 +10,25 @@ import { createOperatorMetrics } from '../../operator/k8s/operator-metrics.ts';
 import { renderGatewayState } from '../../operator/reconcile/render-gateway-state.ts';
 import { KIND_NAMES, type KindName } from '../../operator/reconcile/resource-schemas.ts';
 import { emptyResources, type CustomResource, type SecretResource } from '../../operator/reconcile/resource-types.ts';
+import { CREDENTIAL_LABEL } from '../../operator/reconcile/secret-access.ts';
 import { serializeRenderedState } from '../../operator/reconcile/serialize-state.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
 import { createGatewayMetrics } from '../../proxy/observability/gateway-metrics.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
+
+/** The opt-in label the install guide puts on a Secret it creates; the examples that create it say the same. */
+function documentedLabel(name: string): string {
+  const pattern = new RegExp(`label secret ${name} ${CREDENTIAL_LABEL.replace('.', '\\.')}=([a-z-]+)`);
+  const guide = pattern.exec(readFileSync(join(ROOT, 'docs', 'kubernetes.md'), 'utf8'));
+  assert.ok(guide?.[1] !== undefined, `docs/kubernetes.md labels the Secret ${name} (${CREDENTIAL_LABEL})`);
+  const examples = join(ROOT, 'examples');
+  for (const file of readdirSync(examples)) {
+    const text = readFileSync(join(examples, file), 'utf8');
+    if (text.includes(`create secret generic ${name}`)) assert.equal(pattern.exec(text)?.[1], guide[1], `${file}: labels the Secret ${name} as the install guide does`);
+  }
+  return guide[1];
+}
 
 async function exportedMetricNames(): Promise<Set<string>> {
   const names = new Set<string>();
@@ -72,11 +86,12 @@ describe('Helm chart dashboard', () => {
 describe('examples/', () => {
   test('every example is a valid resource that renders Ready once the Secrets the docs create exist, and the state loads in the proxy', () => {
     const resources = emptyResources();
-    // What the documented `kubectl create secret` steps make, with random values.
+    // What the documented `kubectl create secret` and `kubectl label secret` steps make, with random values.
     const encode = (value: string) => Buffer.from(value).toString('base64');
+    const labelled = (name: string) => ({ [CREDENTIAL_LABEL]: documentedLabel(name) });
     const secrets: SecretResource[] = [
-      { metadata: { name: 'openai-credentials' }, data: { apiKey: encode(`sk-${randomBytes(24).toString('hex')}`) } },
-      { metadata: { name: 'gateway-keys' }, data: { 'platform-admin': encode(`gw-${randomBytes(24).toString('hex')}`) } },
+      { metadata: { name: 'openai-credentials', labels: labelled('openai-credentials') }, data: { apiKey: encode(`sk-${randomBytes(24).toString('hex')}`) } },
+      { metadata: { name: 'gateway-keys', labels: labelled('gateway-keys') }, data: { 'platform-admin': encode(`gw-${randomBytes(24).toString('hex')}`) } },
     ];
     const directory = join(ROOT, 'examples');
     for (const file of readdirSync(directory).filter((name) => name.endsWith('.yaml'))) {

@@ -282,4 +282,16 @@ describe('Helm chart options (helm template)', { skip }, () => {
     const own = await helm(['install', 'rel', CHART, '--dry-run=client', '-n', 'aigw', '--set', 'image.repository=registry.example.com/aigateway']);
     assert.doesNotMatch(own.stdout, /There is no public/);
   });
+
+  test("the operator is told which Secrets no resource may read (rendered credentials, sealing key, store URLs) and the clients' egress list apart", async () => {
+    const envOf = (manifests: Manifest[], name: string) =>
+      (podSpec(manifests, 'rel-aigateway-operator').containers[0].env as Array<{ name: string; value?: string }>).find((entry) => entry.name === name)?.value;
+    assert.equal(envOf(defaults, 'AIGATEWAY_PROTECTED_SECRETS'), 'rel-aigateway-credentials');
+    assert.equal(envOf(defaults, 'AIGATEWAY_EGRESS_CLIENT_ALLOW'), '');
+    const stores = await render('proxy.secretKey.existingSecret=seal', 'proxy.redis.existingSecret=redis-url', 'postgresql.existingSecret=pg-url', 'operator.protectedSecrets={other}', 'state.egressAllow={10.0.0.0/8}', 'state.egressClientAllow={203.0.113.0/24}');
+    assert.equal(envOf(stores, 'AIGATEWAY_PROTECTED_SECRETS'), 'rel-aigateway-credentials,seal,redis-url,pg-url,other');
+    assert.equal(envOf(stores, 'AIGATEWAY_EGRESS_ALLOW'), '10.0.0.0/8');
+    assert.equal(envOf(stores, 'AIGATEWAY_EGRESS_CLIENT_ALLOW'), '203.0.113.0/24');
+    assert.equal(envOf(await render('postgresql.bundled.enabled=true'), 'AIGATEWAY_PROTECTED_SECRETS'), 'rel-aigateway-credentials,rel-aigateway-postgresql');
+  });
 });

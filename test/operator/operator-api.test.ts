@@ -24,7 +24,7 @@ function stateOf(policies: CustomResource[]): GatewayState {
       RateLimitPolicy: policies,
       GatewayAPIKey: [...set.resources.GatewayAPIKey, resource('GatewayAPIKey', 'apps', { keySecretRef: { name: 'app-keys', key: 'k' } })],
     },
-    secrets: [...set.secrets, secret('app-keys', { k: INFERENCE_KEY })],
+    secrets: [...set.secrets, secret('app-keys', { k: INFERENCE_KEY }, 'gateway-key')],
   });
   const texts = serializeRenderedState(result);
   const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {});

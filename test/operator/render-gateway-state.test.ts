@@ -77,7 +77,7 @@ describe('renderGatewayState', () => {
           last_updated_at: result.state.rateLimitPolicies[0]?.created_at,
         },
       ],
-      egress: { allow: ['127.0.0.0/8'] },
+      egress: { allow: ['127.0.0.0/8'], clientAllow: [] },
     });
     // A trailing newline in a Secret value (kubectl create secret --from-file) is dropped.
     assert.deepEqual(result.credentials, { providers: { 'openai-backup': { apiKey: 'sk-backup-0000' }, 'openai-prod': { apiKey: 'sk-prod-0000' } }, apiKeys: {} });
@@ -124,7 +124,7 @@ describe('renderGatewayState', () => {
 
   test('a Secret without the referenced key: SecretKeyNotFound', () => {
     const result = renderGatewayState(
-      resources([resource('Provider', 'p', { provider: 'openai', apiKeySecretRef: { name: 's', key: 'missing' } })], [secret('s', { other: 'x' })]),
+      resources([resource('Provider', 'p', { provider: 'openai', apiKeySecretRef: { name: 's', key: 'missing' } })], [secret('s', { other: 'x' }, 'provider')]),
     );
     assert.equal(conditionsOf(result, 'Provider', 'p')['ResolvedRefs']?.reason, 'SecretKeyNotFound');
     assert.deepEqual(result.state.providers, []);
@@ -179,7 +179,7 @@ describe('renderGatewayState', () => {
           resource('GatewayAPIKey', 'b', { keyHash: `sha256:${'ab'.repeat(32)}` }, { created: '2025-01-02T00:00:00Z' }),
           resource('GatewayAPIKey', 'c', { keySecretRef: { name: 'k', key: 'c' } }, { created: '2025-01-03T00:00:00Z' }),
         ],
-        [secret('k', { a: 'same-key-123', c: 'same-key-123' })],
+        [secret('k', { a: 'same-key-123', c: 'same-key-123' }, 'gateway-key')],
       ),
     );
     assert.deepEqual(result.state.providers.map((provider) => provider.slug), ['older']);

@@ -2,6 +2,7 @@
 // renderer's unit tests.
 import type { KindName } from '../../operator/reconcile/resource-schemas.ts';
 import { emptyResources, type CustomResource, type GatewayResources, type SecretResource } from '../../operator/reconcile/resource-types.ts';
+import { CREDENTIAL_LABEL, type CredentialPurpose } from '../../operator/reconcile/secret-access.ts';
 
 let counter = 0;
 
@@ -21,9 +22,10 @@ export function resource(kind: KindName, name: string, spec: unknown, options: {
   };
 }
 
-export function secret(name: string, values: Record<string, string>): SecretResource {
+/** A Secret; with a purpose it carries the opt-in label the operator requires (aigateway.dev/credential). */
+export function secret(name: string, values: Record<string, string>, purpose?: CredentialPurpose): SecretResource {
   return {
-    metadata: { name, namespace: 'aigw' },
+    metadata: { name, namespace: 'aigw', ...(purpose === undefined ? {} : { labels: { [CREDENTIAL_LABEL]: purpose } }) },
     data: Object.fromEntries(Object.entries(values).map(([key, value]) => [key, Buffer.from(value).toString('base64')])),
   };
 }
@@ -68,7 +70,7 @@ export function exampleSet(): GatewayResources {
         keySecretRef: { name: 'gateway-keys', key: 'admin' },
       }),
     ],
-    [secret('openai', { apiKey: 'sk-prod-0000', backupKey: 'sk-backup-0000\n' }), secret('gateway-keys', { admin: ADMIN_KEY })],
+    [secret('openai', { apiKey: 'sk-prod-0000', backupKey: 'sk-backup-0000\n' }, 'provider'), secret('gateway-keys', { admin: ADMIN_KEY }, 'gateway-key')],
     ['127.0.0.0/8'],
   );
 }

@@ -152,6 +152,17 @@ topologySpreadConstraints:
 {{- end -}}
 {{- end -}}
 
+{{- /* Secrets the operator refuses to read for any resource: the gateway's own secrets. */ -}}
+{{- define "aigateway.protectedSecrets" -}}
+{{- $names := list (include "aigateway.stateSecret" .) -}}
+{{- with .Values.proxy.secretKey.existingSecret }}{{ $names = append $names . }}{{ end -}}
+{{- with .Values.proxy.redis.existingSecret }}{{ $names = append $names . }}{{ end -}}
+{{- with .Values.postgresql.existingSecret }}{{ $names = append $names . }}{{ end -}}
+{{- if .Values.postgresql.bundled.enabled }}{{ $names = append $names (include "aigateway.postgresqlName" .) }}{{ end -}}
+{{- $names = concat $names .Values.operator.protectedSecrets -}}
+{{- join "," (uniq $names) -}}
+{{- end -}}
+
 {{- define "aigateway.redisConfigured" -}}
 {{- if or .Values.proxy.redis.existingSecret .Values.proxy.redisUrl -}}true{{- end -}}
 {{- end -}}

@@ -57,17 +57,30 @@ function stateBlocks(): Block[] {
 }
 
 describe('docs are true', () => {
-  test('every state-file example in the docs passes `aigateway validate` (fragments on top of the reference example\'s providers)', { timeout: 120_000 }, async () => {
+  test('every state-file example in the docs passes `aigateway validate` (fragments on top of the reference examples)', { timeout: 120_000 }, async () => {
     const blocks = stateBlocks();
     assert.ok(blocks.length >= 8, `found only ${blocks.length} state examples: the extractor is broken`);
-    // The reference example (docs/configuration.md, the first with providers) supplies the
-    // providers a fragment names (e.g. a `configs:` snippet routing to "@openai-prod").
+    // A fragment (e.g. a `configs:` snippet routing to "@openai-prod") is read on top of the
+    // saved providers and configs of the reference examples (and the egress list they need): docs/configuration.md's full
+    // example (the first with providers) and gateway.example.yaml.
     const reference = blocks.find((block) => block.where.startsWith(join('docs', 'configuration.md')) && Array.isArray(block.doc['providers']));
     assert.ok(reference, 'docs/configuration.md has a full example with providers');
+    const shipped = load(read('gateway.example.yaml')) as Record<string, unknown>;
+    // gateway.example.yaml's egress admits its loopback provider.
+    const base: Record<string, unknown> = { egress: shipped['egress'] };
+    for (const section of ['providers', 'configs']) {
+      const entries = [...((reference.doc[section] as unknown[] | undefined) ?? []), ...((shipped[section] as unknown[] | undefined) ?? [])];
+      const seen = new Set<string>();
+      base[section] = entries.filter((entry) => {
+        const id = String((entry as { slug?: string; id?: string }).slug ?? (entry as { id?: string }).id);
+        return !seen.has(id) && seen.add(id) !== undefined;
+      });
+    }
     let index = 0;
     for (const block of blocks) {
       const file = join(scratch, `example-${index++}.yaml`);
-      const doc = 'providers' in block.doc ? block.doc : { ...block.doc, providers: reference.doc['providers'] };
+      const missing = Object.keys(base).filter((section) => !(section in block.doc));
+      const doc = block === reference || missing.length === 0 ? block.doc : { ...Object.fromEntries(missing.map((section) => [section, base[section]])), ...block.doc };
       writeFileSync(file, doc === block.doc ? block.text : dump(doc));
       // `${NAME}` placeholders get a value (as the reader's environment would); `${NAME:-x}` keep their default.
       const env: NodeJS.ProcessEnv = { ...process.env };

@@ -6,8 +6,9 @@ import { formatIssuePath } from './zod-issues.ts';
 // key twice in one object is therefore refused.
 //
 // One linear pass over bytes JSON.parse has already accepted (so only strings, brackets,
-// commas and colons need telling apart): strings are skipped with indexOf, keys are compared
-// within their own object (a short list, a Set past 16 keys). No recursion: any depth.
+// commas and colons need telling apart). No string is made per key: a key is its bytes in
+// the body, hashed as they are scanned, and compared with the keys of its own object by hash
+// then bytes (a Map past 16 keys). Long strings are skipped with indexOf. No recursion.
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -16,17 +17,24 @@ const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 const COMMA = 0x2c;
-/** Keys of one object compared by a linear search up to this many, then in a Set. */
+/** Keys of one object compared by a linear search up to this many, then through a Map. */
 const LIST_KEYS = 16;
 /** Strings scanned byte by byte up to this length, then with indexOf. */
 const SHORT_STRING = 24;
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+/** An array's (never written). */
+const NO_KEYS: number[] = [];
 
 interface Frame {
   readonly object: boolean;
-  /** The object's keys so far (objects only). */
-  keys: string[] | Set<string> | undefined;
-  /** The last key (objects) or the element index (arrays), for the path of a duplicate. */
-  key: string;
+  /** Per key of the object, three numbers: its hash, and where its bytes start and end. */
+  readonly keys: number[];
+  /** A key's bytes decoded, when it had escapes. */
+  decoded: Array<Buffer | undefined> | undefined;
+  /** Hash → first key with it, once the object has many keys. */
+  byHash: Map<number, number> | undefined;
+  /** The element index (arrays), for the path of a duplicate. */
   index: number;
 }
 
@@ -42,16 +50,16 @@ export function findDuplicateKey(json: Buffer): string | undefined {
   for (let i = 0; i < length; i++) {
     const byte = json[i];
     if (byte === QUOTE) {
-      const end = stringEnd(json, i + 1);
       if (expectKey && top !== undefined) {
-        const key = keyText(json, i, end);
-        if (hasKey(top, key)) return formatIssuePath(pathOf(stack, key));
-        top.key = key;
+        i = noteKey(json, i + 1, top);
+        if (i < 0) return formatIssuePath(pathOf(json, stack));
         expectKey = false;
+      } else {
+        i = stringEnd(json, i + 1);
       }
-      i = end;
     } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
-      top = { object: byte === OPEN_OBJECT, keys: undefined, key: '', index: 0 };
+      const object = byte === OPEN_OBJECT;
+      top = { object, keys: object ? [] : NO_KEYS, decoded: undefined, byHash: undefined, index: 0 };
       stack.push(top);
       expectKey = top.object;
     } else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {
@@ -66,9 +74,69 @@ export function findDuplicateKey(json: Buffer): string | undefined {
   return undefined;
 }
 
+/**
+ * Reads the key starting at `from` into `frame`; returns the index of its closing quote, or
+ * -1 when the object has it already (it is then the frame's last key, for the path).
+ */
+function noteKey(json: Buffer, from: number, frame: Frame): number {
+  let hash = FNV_OFFSET;
+  let escaped = false;
+  let end = from;
+  for (; end < json.length; end++) {
+    const byte = json[end] as number;
+    if (byte === QUOTE) break;
+    if (byte === BACKSLASH) {
+      escaped = true;
+      end++;
+      continue;
+    }
+    hash = Math.imul(hash ^ byte, FNV_PRIME);
+  }
+  let decoded: Buffer | undefined;
+  if (escaped) {
+    // `"\u0061"` is the key `a`: compared by what JSON.parse makes of it.
+    decoded = Buffer.from(JSON.parse(json.toString('utf8', from - 1, end + 1)) as string, 'utf8');
+    hash = FNV_OFFSET;
+    for (const byte of decoded) hash = Math.imul(hash ^ byte, FNV_PRIME);
+  }
+  const seen = findKey(json, frame, hash, from, end, decoded);
+  const index = frame.keys.length / 3;
+  frame.keys.push(hash, from, end);
+  if (decoded !== undefined || frame.decoded !== undefined) {
+    frame.decoded ??= new Array<Buffer | undefined>(index);
+    frame.decoded[index] = decoded;
+  }
+  if (seen) return -1;
+  if (frame.byHash !== undefined) {
+    if (!frame.byHash.has(hash)) frame.byHash.set(hash, index);
+  } else if (index + 1 > LIST_KEYS) {
+    frame.byHash = new Map();
+    for (let k = 0; k <= index; k++) if (!frame.byHash.has(frame.keys[3 * k] as number)) frame.byHash.set(frame.keys[3 * k] as number, k);
+  }
+  return end;
+}
+
+/** Whether the object already has the key with these bytes. */
+function findKey(json: Buffer, frame: Frame, hash: number, start: number, end: number, decoded: Buffer | undefined): boolean {
+  const first = frame.byHash?.get(hash);
+  if (frame.byHash !== undefined && first === undefined) return false;
+  // A hash seen before (or a short object): compare bytes, from the first candidate on.
+  const keys = frame.keys;
+  for (let k = first ?? 0; 3 * k < keys.length; k++) {
+    if (keys[3 * k] === hash && sameKey(json, frame, k, start, end, decoded)) return true;
+  }
+  return false;
+}
+
+function sameKey(json: Buffer, frame: Frame, k: number, start: number, end: number, decoded: Buffer | undefined): boolean {
+  const a = frame.decoded?.[k] ?? json.subarray(frame.keys[3 * k + 1], frame.keys[3 * k + 2]);
+  const b = decoded ?? json.subarray(start, end);
+  return a.equals(b);
+}
+
 /** Index of the quote closing the string whose first character is at `from`. */
 function stringEnd(json: Buffer, from: number): number {
-  // Short strings (keys, roles) in a plain loop; long ones (contents) by the native search.
+  // Short strings (values like roles) in a plain loop; long ones (contents) by the native search.
   const near = Math.min(from + SHORT_STRING, json.length);
   for (let at = from; at < near; at++) {
     const byte = json[at];
@@ -83,41 +151,12 @@ function stringEnd(json: Buffer, from: number): number {
   return json.length;
 }
 
-/** A key as JSON.parse reads it (escapes decoded, so `"a"` and `"\u0061"` are the same key). */
-function keyText(json: Buffer, open: number, close: number): string {
-  let ascii = true;
-  for (let at = open + 1; at < close; at++) {
-    const byte = json[at] as number;
-    if (byte === BACKSLASH) return JSON.parse(json.toString('utf8', open, close + 1)) as string;
-    if (byte >= 0x80) ascii = false;
-  }
-  return json.toString(ascii ? 'latin1' : 'utf8', open + 1, close);
+function keyName(json: Buffer, frame: Frame, k: number): string {
+  const decoded = frame.decoded?.[k];
+  return decoded !== undefined ? decoded.toString('utf8') : json.toString('utf8', frame.keys[3 * k + 1], frame.keys[3 * k + 2]);
 }
 
-/** Notes `key` in the object; true when it was there already. */
-function hasKey(frame: Frame, key: string): boolean {
-  const keys = frame.keys;
-  if (keys === undefined) {
-    frame.keys = [key];
-    return false;
-  }
-  if (Array.isArray(keys)) {
-    if (keys.includes(key)) return true;
-    keys.push(key);
-    if (keys.length > LIST_KEYS) frame.keys = new Set(keys);
-    return false;
-  }
-  if (keys.has(key)) return true;
-  keys.add(key);
-  return false;
-}
-
-function pathOf(stack: readonly Frame[], key: string): Array<string | number> {
-  const path: Array<string | number> = [];
-  for (let depth = 0; depth < stack.length - 1; depth++) {
-    const frame = stack[depth] as Frame;
-    path.push(frame.object ? frame.key : frame.index);
-  }
-  path.push(key);
-  return path;
+/** The path to the last key of the innermost object: each enclosing object's last key, each array's index. */
+function pathOf(json: Buffer, stack: readonly Frame[]): Array<string | number> {
+  return stack.map((frame) => (frame.object ? keyName(json, frame, frame.keys.length / 3 - 1) : frame.index));
 }

@@ -116,7 +116,7 @@ async function createBatch(deps: BatchRouteDeps, request: FastifyRequest, reply:
     return relayProviderAnswer(reply, target, answer);
   }
   // Gateway-managed: the lines will run with this request's headers, so they must route now.
-  const selection = selectRoute(request.headers, request.gateway.state);
+  const selection = selectRoute(request.headers, request.gateway.state, { apiKey: request.gateway.apiKey, model: undefined });
   request.gateway.configId = selection.configId;
   if (!isGatewayFileId(body.inputFileId)) {
     throw new GatewayError(

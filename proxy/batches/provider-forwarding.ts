@@ -30,7 +30,8 @@ export type ProviderCall = ForwardedCall;
 /** The one provider a forwarded request names; 400 naming the header when there is none. */
 export function forwardingTarget(request: FastifyRequest, route: string): ResolvedTarget {
   const state = request.gateway.state;
-  const selection = selectRoute(request.headers, state);
+  // With the caller: workspace limits and a key's allow-list hold here too.
+  const selection = selectRoute(request.headers, state, { apiKey: request.gateway.apiKey, model: undefined });
   request.gateway.configId = selection.configId;
   const leaf = singleLeaf(selection.plan, route);
   const target = resolveTarget(leaf.settings, leaf.path, state, request.headers);
@@ -41,7 +42,7 @@ export function forwardingTarget(request: FastifyRequest, route: string): Resolv
 
 /** Undefined when the request names no single provider (a strategy config): lists then hold gateway objects only. */
 export function optionalForwardingTarget(request: FastifyRequest, route: string): ResolvedTarget | undefined {
-  const selection = selectRoute(request.headers, request.gateway.state);
+  const selection = selectRoute(request.headers, request.gateway.state, { apiKey: request.gateway.apiKey, model: undefined });
   if (selection.plan.mode !== undefined && selection.plan.mode !== 'single') return undefined;
   return forwardingTarget(request, route);
 }

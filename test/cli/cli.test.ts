@@ -119,7 +119,7 @@ describe('aigateway serve', () => {
         headers: { 'content-type': 'application/json', 'x-gateway-api-key': key },
         body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
       });
-      assert.equal(accepted.status, 400, 'authenticated; no provider named');
+      assert.equal(accepted.status, 404, 'authenticated; "m" is not in the model catalog');
     } finally {
       assert.equal(await stop(served), 0);
     }
@@ -134,7 +134,7 @@ describe('aigateway serve', () => {
         headers: { 'content-type': 'application/json', 'x-gateway-api-key': 'gw-from-env-123456-0123456789abc' },
         body: JSON.stringify({ model: 'm', input: 'x' }),
       });
-      assert.equal(response.status, 400);
+      assert.equal(response.status, 404);
     } finally {
       assert.equal(await stop(served), 0);
     }

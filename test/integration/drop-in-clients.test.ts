@@ -164,6 +164,9 @@ describe('keys and workspaces limit what a key may select', () => {
     assert.ok(byHeader instanceof OpenAI.NotFoundError);
     const byConfig = await harness.client({ 'x-gateway-config': 'team-b-config' }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
     assert.ok(byConfig instanceof OpenAI.NotFoundError);
+    // Forwarded routes too.
+    const forwarded = await harness.client({ 'x-gateway-provider': '@team-b-openai' }).moderations.create({ input: 'hi' }).catch((caught: unknown) => caught);
+    assert.ok(forwarded instanceof OpenAI.NotFoundError, String(forwarded));
 
     const teamB: string[] = [];
     for await (const model of openai(TEAM_B_KEY).models.list()) teamB.push(model.id);

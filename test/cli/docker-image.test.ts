@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, posix } from 'node:path';
+import { dirname, join, matchesGlob, posix } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -39,6 +39,7 @@ test('the image\'s default command serves as uid 1000, with its default data dir
   const inImage = (path: string): string => join(scratch, path);
   const moved = (value: string): string => (value.startsWith('/') ? inImage(value) : value);
   const stage = finalStage(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
+  const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'));
   let workdir = '/';
   let user: number | undefined;
   const env: Record<string, string> = {};
@@ -57,6 +58,8 @@ test('the image\'s default command serves as uid 1000, with its default data dir
       const paths = parts.filter((part) => !part.startsWith('--'));
       const target = paths.pop() ?? '';
       for (const source of paths) {
+        // What .dockerignore leaves out of the build context cannot be copied.
+        if (from === undefined) assert.ok(!ignored.some((pattern) => matchesGlob(source, pattern) || source.startsWith(`${pattern}/`)), `${source} is in .dockerignore`);
         // `COPY a ./` copies into the directory; `COPY dir ./dir` or `COPY a /x/b` to that path.
         const into = target.endsWith('/') || target === '.';
         const destination = inImage(posix.resolve(workdir, into ? posix.join(target, posix.basename(source)) : target));

@@ -158,7 +158,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   const metrics = options.metrics ?? createGatewayMetrics();
   metrics.setConfigHash(loaded.state.hash);
   let live = loaded.state;
-  const dispatcher = createUpstreamAgent({ egress: () => live.egress });
+  const dispatcher = createUpstreamAgent({ egress: () => live.egress, clientEgress: () => live.clientEgress });
   const now = options.now ?? Date.now;
   const breakers = new CircuitBreakers({
     now,
@@ -293,7 +293,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     watcher.close();
     await external?.close();
     await server.app.close();
-    await dispatcher.close();
+    await dispatcher.closeAll();
     await Promise.allSettled([counterStore.close(), cacheStore.close(), semanticIndex.close()]);
     throw error;
   }
@@ -326,7 +326,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
         clearTimeout(forced);
       }
       metricsServer?.close();
-      await dispatcher.close();
+      await dispatcher.closeAll();
       await counterStore.close();
       await cacheStore.close();
       await semanticIndex.close();

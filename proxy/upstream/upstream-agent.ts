@@ -1,6 +1,6 @@
 import { isIP, type Socket } from 'node:net';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
-import { guardedLookup, type EgressPolicy } from './egress-policy.ts';
+import { compileEgressPolicy, guardedLookup, type EgressPolicy } from './egress-policy.ts';
 import { EgressDeniedError } from '../errors.ts';
 
 // One undici Agent for the process: it keeps a keep-alive pool per upstream origin, and it
@@ -24,7 +24,7 @@ export interface UpstreamAgentOptions {
   connectionsPerOrigin?: number;
   /** The egress policy for operator-configured hosts (read at each connect, so reloads take effect). */
   egress?: () => EgressPolicy;
-  /** The egress policy for hosts a request chose; default: the same as `egress`. */
+  /** The egress policy for hosts a request chose; default: public addresses only (never `egress`). */
   clientEgress?: () => EgressPolicy;
 }
 
@@ -32,6 +32,10 @@ export interface UpstreamAgentOptions {
 export type HostChooser = 'operator' | 'request';
 
 const CLIENT_HOSTS = Symbol('aigateway.clientHosts');
+
+// A caller that forgets the client policy gets the strictest one, not the operator's.
+const PUBLIC_ONLY = compileEgressPolicy([], 'egress.clientAllow');
+const publicOnly = (): EgressPolicy => PUBLIC_ONLY;
 
 export type UpstreamAgent = Agent & {
   /** Destroys open connections whose destination the current egress policy denies; returns how many. */
@@ -43,7 +47,7 @@ export type UpstreamAgent = Agent & {
 
 export function createUpstreamAgent(options: UpstreamAgentOptions = {}): UpstreamAgent {
   const operator = guardedAgent(options, options.egress);
-  const client = guardedAgent(options, options.clientEgress ?? options.egress);
+  const client = guardedAgent(options, options.clientEgress ?? (options.egress === undefined ? undefined : publicOnly));
   return Object.assign(operator.agent, {
     [CLIENT_HOSTS]: client.agent,
     closeDeniedConnections: () => operator.closeDenied() + client.closeDenied(),

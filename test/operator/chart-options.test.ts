@@ -197,6 +197,11 @@ describe('Helm chart options (helm template)', { skip }, () => {
     assert.ok(container(shared).args.includes('--log-store=postgres'));
     assert.equal(kinds(shared, 'StatefulSet').length, 0, 'nothing bundled');
     assert.deepEqual(podSpec(shared, 'rel-aigateway-proxy').volumes.find((volume: { name: string }) => volume.name === 'data').emptyDir, { sizeLimit: '500Mi' });
+    // Shared database without a shared sealing key: NOTES warn (batch credentials would be per replica).
+    const unsealed = await helm(['install', 'rel', CHART, '--dry-run=client', '-n', 'aigw', '--set', 'postgresql.existingSecret=pg-url']);
+    assert.match(unsealed.stdout, /share PostgreSQL but not a sealing key/);
+    const sealed = await helm(['install', 'rel', CHART, '--dry-run=client', '-n', 'aigw', '--set', 'postgresql.existingSecret=pg-url,proxy.secretKey.existingSecret=my-seal']);
+    assert.doesNotMatch(sealed.stdout, /sealing key/);
     const both = await helm(['template', 'rel', CHART, '--set', 'postgresql.existingSecret=pg-url,postgresql.bundled.enabled=true']);
     assert.notEqual(both.code, 0);
     assert.match(both.stderr, /existingSecret or bundled\.enabled, not both/);
@@ -219,6 +224,12 @@ describe('Helm chart options (helm template)', { skip }, () => {
     find(manifests, 'Service', 'rel-aigateway-postgresql');
     const env = podSpec(manifests, 'rel-aigateway-proxy').containers[0].env as Array<{ name: string; valueFrom?: unknown }>;
     assert.deepEqual(env.find((entry) => entry.name === 'DATABASE_URL')?.valueFrom, { secretKeyRef: { name: 'rel-aigateway-postgresql', key: 'url' } });
+    // Replicas sharing the database share the sealing key of batch credentials: generated with it.
+    assert.ok((secret.stringData['secret-key'] ?? '').length >= 32);
+    assert.deepEqual(env.find((entry) => entry.name === 'AIGATEWAY_SECRET_KEY')?.valueFrom, { secretKeyRef: { name: 'rel-aigateway-postgresql', key: 'secret-key' } });
+    const ownKey = await render('postgresql.bundled.enabled=true', 'proxy.secretKey.existingSecret=my-seal');
+    const ownEnv = podSpec(ownKey, 'rel-aigateway-proxy').containers[0].env as Array<{ name: string; valueFrom?: unknown }>;
+    assert.deepEqual(ownEnv.filter((entry) => entry.name === 'AIGATEWAY_SECRET_KEY').map((entry) => entry.valueFrom), [{ secretKeyRef: { name: 'my-seal', key: 'secret-key' } }]);
     const policy = find(manifests, 'NetworkPolicy', 'rel-aigateway-postgresql').spec ?? {};
     assert.deepEqual(policy['ingress'][0].from[0].podSelector.matchLabels['app.kubernetes.io/component'], 'proxy');
     const egress = find(manifests, 'NetworkPolicy', 'rel-aigateway-proxy').spec?.['egress'] as Array<{ to?: Array<{ podSelector?: { matchLabels: Record<string, string> } }> }>;

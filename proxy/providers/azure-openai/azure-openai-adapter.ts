@@ -77,7 +77,7 @@ function planAzureOpenAI({ target, endpoint, body, bodyChanged }: PlanInput, set
   if (deployment.apiVersion === undefined) {
     throw new GatewayError(
       'AIGW_ERR_INVALID_CONFIG',
-      'azure-openai needs an API version: set api_version (or cloudA_api_version, x-gateway-cloudA-api-version).',
+      'azure-openai needs an API version: set api_version (or azure_api_version / cloudA_api_version, or the x-gateway-azure-api-version header).',
       { param: 'x-gateway-clouda-api-version' },
     );
   }
@@ -135,7 +135,7 @@ export function pickDeployment(
   }
   throw new GatewayError(
     'AIGW_ERR_INVALID_CONFIG',
-    'azure-openai needs a deployment: set deployment_id (or cloudA_deployment_id, x-gateway-cloudA-deployment-id, deployments).',
+    'azure-openai needs a deployment: set deployment_id (or azure_deployment_id / cloudA_deployment_id, the x-gateway-azure-deployment-id header, or deployments).',
     { param: 'x-gateway-clouda-deployment-id' },
   );
 }

@@ -132,15 +132,15 @@ function publicBaseUrl(
   if (kind === 'openai') {
     const resource = node.resource_name ?? node.cloudA_resource_name ?? headerResource ?? stored.resourceName;
     if (resource === undefined) {
-      throw missing('resource name', 'resource_name (or cloudA_resource_name, x-gateway-cloudA-resource-name)', 'x-gateway-clouda-resource-name');
+      throw missing('resource name', 'resource_name (or azure_resource_name / cloudA_resource_name, or the x-gateway-azure-resource-name header)', 'x-gateway-clouda-resource-name');
     }
     return `https://${hostLabel(resource, 'resource name')}.openai.azure.com`;
   }
   // Serverless endpoints are named after their deployment; managed ones have an endpoint name.
   const endpoint = node.cloudA_endpoint_name ?? stored.endpointName ?? node.cloudA_deployment_name ?? stored.deploymentName;
   const region = node.cloudA_region ?? stored.region;
-  if (endpoint === undefined) throw missing('endpoint name', 'cloudA_endpoint_name', 'x-gateway-config');
-  if (region === undefined) throw missing('region', 'cloudA_region', 'x-gateway-config');
+  if (endpoint === undefined) throw missing('endpoint name', 'azure_endpoint_name (cloudA_endpoint_name)', 'x-gateway-config');
+  if (region === undefined) throw missing('region', 'azure_region (cloudA_region)', 'x-gateway-config');
   const domain = kind === 'serverless' ? 'models.ai.azure.com' : 'inference.ml.azure.com';
   return `https://${hostLabel(endpoint.toLowerCase(), 'endpoint name')}.${hostLabel(region, 'region')}.${domain}`;
 }

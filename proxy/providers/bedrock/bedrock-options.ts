@@ -46,13 +46,13 @@ export function resolveBedrockOptions(input: ResolveOptionsInput): { options: Re
   if (credentials === undefined) {
     throw new GatewayError(
       'AIGW_ERR_MISSING_PROVIDER_KEY',
-      'No credentials for provider "bedrock": set cloudC_access_key_id and cloudC_secret_access_key in the config, or send the x-gateway-cloudC-access-key-id and x-gateway-cloudC-secret-access-key headers.',
+      'No credentials for provider "bedrock": set aws_access_key_id and aws_secret_access_key (cloudC_access_key_id, cloudC_secret_access_key) in the config, use a saved provider, or send the x-gateway-aws-access-key-id and x-gateway-aws-secret-access-key headers.',
       { param: BEDROCK_HEADER.accessKeyId },
     );
   }
   const region = firstString(node.cloudC_region, header(headers, BEDROCK_HEADER.region), savedOptions['region']) ?? DEFAULT_BEDROCK_REGION;
   if (!REGION.test(region)) {
-    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', 'cloudC_region must be an AWS region name such as us-east-1.', {
+    throw new GatewayError('AIGW_ERR_INVALID_CONFIG', 'aws_region (cloudC_region) must be an AWS region name such as us-east-1.', {
       param: BEDROCK_HEADER.region,
     });
   }

@@ -39,7 +39,7 @@ export function resolveVertexOptions(input: ResolveOptionsInput): { options: Rec
   if (serviceAccount === undefined && accessToken === undefined) {
     throw new GatewayError(
       'AIGW_ERR_MISSING_PROVIDER_KEY',
-      'No credentials for provider "vertex-ai": set cloudB_service_account_json in the config, or send Authorization: Bearer <access token>.',
+      'No credentials for provider "vertex-ai": set vertex_service_account_json (cloudB_service_account_json) in the config, use a saved provider, or send Authorization: Bearer <access token>.',
       { param: 'cloudB_service_account_json' },
     );
   }
@@ -48,8 +48,8 @@ export function resolveVertexOptions(input: ResolveOptionsInput): { options: Rec
     throw new GatewayError(
       'AIGW_ERR_INVALID_CONFIG',
       region === undefined
-        ? 'Provider "vertex-ai" needs a region: set cloudB_region in the config or the x-gateway-cloudB-region header.'
-        : 'cloudB_region must be a Google Cloud region name such as us-central1.',
+        ? 'Provider "vertex-ai" needs a region: set vertex_region (cloudB_region) in the config or the x-gateway-vertex-region header.'
+        : 'vertex_region (cloudB_region) must be a Google Cloud region name such as us-central1.',
       { param: VERTEX_HEADER.region },
     );
   }
@@ -63,8 +63,8 @@ export function resolveVertexOptions(input: ResolveOptionsInput): { options: Rec
     throw new GatewayError(
       'AIGW_ERR_INVALID_CONFIG',
       projectId === undefined
-        ? 'Provider "vertex-ai" needs a project: set cloudB_project_id in the config or the x-gateway-cloudB-project-id header.'
-        : 'cloudB_project_id must be a Google Cloud project id.',
+        ? 'Provider "vertex-ai" needs a project: set vertex_project_id (cloudB_project_id) in the config or the x-gateway-vertex-project-id header.'
+        : 'vertex_project_id (cloudB_project_id) must be a Google Cloud project id.',
       { param: VERTEX_HEADER.projectId },
     );
   }

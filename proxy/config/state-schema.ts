@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GuardrailEntrySchema } from '../guardrails/guardrail-schema.ts';
 import { PromptEntrySchema } from '../prompts/prompt-schema.ts';
-import { RateLimitPolicySchema } from '../ratelimit/policy-schema.ts';
+import { ConditionSchema, RateLimitPolicySchema } from '../ratelimit/policy-schema.ts';
 
 // The gateway state file: the one document the operator renders and the proxy serves.
 // Its top-level lists map one-to-one onto the CRDs (DESIGN.md §1). Saved routing configs
@@ -49,6 +49,9 @@ export const ApiKeyEntrySchema = z
   });
 
 export const ProviderEntrySchema = z.strictObject({
+/** Names of saved guardrails (`guardrails[].id`) attached to a provider or a guardrail policy. */
+const AttachedGuardrailsSchema = z.array(z.string().min(1)).optional();
+
   slug: z.string().regex(SLUG, 'must be letters, digits, ".", "_" or "-" (at most 63)'),
   provider: z.string().min(1),
   virtualKey: z.string().min(1).optional(),
@@ -59,6 +62,10 @@ export const ProviderEntrySchema = z.strictObject({
   // Provider-family options (api versions, regions, deployments…): shaped by each adapter.
   options: z.record(z.string(), z.unknown()).optional(),
   forwardClientCredential: z
+  // Attached by the operator: they run whenever a request may reach this provider, however
+  // it is named (docs/guardrails.md, "Guardrails attached to providers, keys and workspaces").
+  input_guardrails: AttachedGuardrailsSchema.describe('Saved Guardrails run on the input of every request that may reach this provider, however it is named.'),
+  output_guardrails: AttachedGuardrailsSchema.describe('Saved Guardrails run on the answer of every request that may reach this provider.'),
     .boolean()
     .optional()
     .describe("Send the client's own Authorization / x-api-key to this provider when it has no key of its own (default: never)."),
@@ -66,6 +73,14 @@ export const ProviderEntrySchema = z.strictObject({
 });
 
 export const SavedConfigEntrySchema = z.strictObject({
+/** Guardrails attached by conditions (a workspace, a key, a provider, a model…), like a rate-limit policy's. */
+export const GuardrailPolicyEntrySchema = z.strictObject({
+  id: z.string().min(1),
+  conditions: z.array(ConditionSchema).min(1).describe('Requests the guardrails apply to: all conditions must match (workspace_id, api_key, provider, model, config, metadata.<key>).'),
+  input_guardrails: AttachedGuardrailsSchema.describe('Saved Guardrails run on the input of matching requests.'),
+  output_guardrails: AttachedGuardrailsSchema.describe('Saved Guardrails run on the answer of matching requests.'),
+});
+
   id: z.string().min(1),
   // Validated separately with the routing config schema (see gateway-state.ts).
   config: z.unknown(),
@@ -131,6 +146,7 @@ export const GatewayStateSchema = z.strictObject({
   guardrails: z.array(GuardrailEntrySchema).default([]),
   rateLimitPolicies: z.array(RateLimitPolicySchema).default([]),
   egress: EgressSchema.default({ allow: [], clientAllow: [] }),
+  guardrailPolicies: z.array(GuardrailPolicyEntrySchema).default([]),
   cache: CacheSettingsSchema.default({}),
   modelPrices: z.array(ModelPriceEntrySchema).default([]),
   models: z.array(CatalogModelEntrySchema).default([]),
@@ -148,6 +164,7 @@ export type WorkspaceEntry = z.infer<typeof WorkspaceEntrySchema>;
 export const CredentialsSchema = z.strictObject({
   providers: z.record(z.string(), z.strictObject({ apiKey: ProviderKeySchema })).default({}),
   apiKeys: z
+export type GuardrailPolicyEntry = z.infer<typeof GuardrailPolicyEntrySchema>;
     .record(
       z.string(),
       z.strictObject({ key: GatewayKeySchema.optional(), keyHash: z.string().optional() }),

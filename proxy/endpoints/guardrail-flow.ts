@@ -11,6 +11,10 @@ import { runAfterHooks, runBeforeHooks, type HookContext, type HookResult, type 
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
 import type { Logger } from 'pino';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
+import type { GuardrailPolicyEntry } from '../config/state-schema.ts';
+import { GatewayError, GuardrailConfigError } from '../errors.ts';
+import { conditionsMatch, type RequestFacts } from '../ratelimit/policy-matching.ts';
+import type { ReachableTarget } from '../routing/reachable-targets.ts';
 
 // Hooks and guardrails on the request path (DESIGN.md §2): input checks before routing
 // (deny → 446, upstream never called), output checks on the answer (deny → 446; a failed
@@ -44,6 +48,87 @@ export function guardrailsOf(settings: RoutingConfig, state: GatewayState): Comp
     perState.set(settings, compiled);
   }
   return compiled;
+}
+
+// Guardrails the operator attaches outside a routing config: on a saved provider (they run
+// whenever a request may reach it, however it is named) and in `guardrailPolicies`
+// (conditions on workspace, key, provider, model, config, metadata). Compiled once per
+// snapshot; an attachment naming an unknown guardrail fails closed (400) for the requests it
+// would cover, instead of letting them through unchecked.
+
+interface Attachment {
+  readonly compiled: CompiledGuardrails | undefined;
+  readonly problem: string | undefined;
+}
+
+interface AttachedInState {
+  readonly byProviderSlug: ReadonlyMap<string, Attachment>;
+  readonly policies: ReadonlyArray<{ readonly entry: GuardrailPolicyEntry; readonly attachment: Attachment }>;
+  readonly any: boolean;
+}
+
+const attachedByState = new WeakMap<GatewayState, AttachedInState>();
+
+function attachedInState(state: GatewayState): AttachedInState {
+  let attached = attachedByState.get(state);
+  if (attached !== undefined) return attached;
+  const byProviderSlug = new Map<string, Attachment>();
+  for (const provider of state.providersBySlug.values()) {
+    if (provider.input_guardrails === undefined && provider.output_guardrails === undefined) continue;
+    byProviderSlug.set(provider.slug, attach(provider, state, `provider "${provider.slug}"`));
+  }
+  const policies = (state.document.guardrailPolicies ?? []).map((entry) => ({ entry, attachment: attach(entry, state, `guardrail policy "${entry.id}"`) }));
+  attached = { byProviderSlug, policies, any: byProviderSlug.size > 0 || policies.length > 0 };
+  attachedByState.set(state, attached);
+  return attached;
+}
+
+function attach(names: { readonly input_guardrails?: readonly string[] | undefined; readonly output_guardrails?: readonly string[] | undefined }, state: GatewayState, what: string): Attachment {
+  try {
+    const compiled = compileGuardrails({ input_guardrails: names.input_guardrails?.slice(), output_guardrails: names.output_guardrails?.slice() }, state.guardrails);
+    return { compiled, problem: undefined };
+  } catch (error) {
+    if (!(error instanceof GuardrailConfigError)) throw error;
+    return { compiled: undefined, problem: `The guardrails attached to ${what} are invalid: ${error.message}` };
+  }
+}
+
+/**
+ * The guardrails attached to what a request resolves to: every saved provider it may reach
+ * and every guardrail policy matching one of its targets' facts. EMPTY_GUARDRAILS when the
+ * snapshot attaches none (the common case costs one lookup).
+ */
+export function attachedGuardrailsOf(state: GatewayState, targets: readonly ReachableTarget[], facts: readonly RequestFacts[]): CompiledGuardrails {
+  const attached = attachedInState(state);
+  if (!attached.any) return EMPTY_GUARDRAILS;
+  const found: Attachment[] = [];
+  for (const target of targets) {
+    const byProvider = target.slug === undefined ? undefined : attached.byProviderSlug.get(target.slug);
+    if (byProvider !== undefined) found.push(byProvider);
+  }
+  for (const { entry, attachment } of attached.policies) {
+    if (facts.some((fact) => conditionsMatch(entry.conditions, fact))) found.push(attachment);
+  }
+  let merged = EMPTY_GUARDRAILS;
+  for (const attachment of new Set(found)) {
+    if (attachment.problem !== undefined) throw new GatewayError('AIGW_ERR_INVALID_CONFIG', attachment.problem);
+    merged = mergeGuardrails(merged, attachment.compiled ?? EMPTY_GUARDRAILS);
+  }
+  return merged;
+}
+
+/** Both sets of hooks, the first's before the second's; a hook object in both runs once. */
+export function mergeGuardrails(first: CompiledGuardrails, second: CompiledGuardrails): CompiledGuardrails {
+  if (second.empty) return first;
+  if (first.empty) return second;
+  const before = [...new Set([...first.before, ...second.before])];
+  const after = [...new Set([...first.after, ...second.after])];
+  return Object.freeze({
+    before: Object.freeze(before),
+    after: Object.freeze(after),
+    empty: false,
+    afterDenies: first.afterDenies || second.afterDenies,
+  });
 }
 
 export interface GuardrailRuntime {

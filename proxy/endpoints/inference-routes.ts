@@ -24,8 +24,10 @@ import type { HookContext } from '../guardrails/run-hooks.ts';
 import {
   deniedBody,
   GUARDRAIL_DENIED_STATUS,
+  attachedGuardrailsOf,
   guardrailsOf,
   hookResultsOf,
+  mergeGuardrails,
   logAsync,
   runInput,
   runOptionsOf,
@@ -35,6 +37,8 @@ import {
   type HooksOutcome,
 } from './guardrail-flow.ts';
 import { outputGuardrails } from './output-guardrails.ts';
+import { admitUnderRateLimits, factsOf, tokenEstimate } from './policy-admission.ts';
+import { reachableTargets } from '../routing/reachable-targets.ts';
 import { cacheObserver, cacheRequestOf, countLookup, replyFromCache, type CacheFlow } from './response-caching.ts';
 
 // POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses and Anthropic's
@@ -88,7 +92,7 @@ export function registerInferenceRoutes(app: FastifyInstance, deps: InferenceDep
     },
   });
   registerModelsRoutes(app, { dispatcher: deps.routing.dispatcher });
-  registerForwardedRoutes(app, { dispatcher: deps.routing.dispatcher });
+  registerForwardedRoutes(app, { dispatcher: deps.routing.dispatcher, policies: deps, guardrails: deps.guardrails });
 }
 
 /** The body's `model`, read before the body is validated (routing by model comes first). */
@@ -133,14 +137,23 @@ async function handleInference(
   const invalid = validateRequestBody(endpoint, body.value);
   if (invalid !== undefined) throw invalid;
   context.model = body.value['model'] as string;
+  context.modelRequested = context.model;
 
-  await admitUnderRateLimits(deps, context, selection.plan, body.value);
+  // Policies match what the request resolves to: every target it may reach (strategies,
+  // saved providers, override_params.model), not the provider it names.
+  const targets = reachableTargets(selection.plan, context.state, { body: body.value, metadata: context.metadata, pathname });
+  const facts = factsOf(context, targets);
+  const prompted = body;
+  await admitUnderRateLimits(deps, context, facts, () =>
+    tokenEstimate(prompted.value, prompted.changed ? JSON.stringify(prompted.value).length : (request.rawBody?.length ?? 0), generates(endpoint)),
+  );
+  const attached = attachedGuardrailsOf(context.state, targets, facts);
   const usage = withStreamUsage(endpoint, body);
   body = usage.body;
   const signal = abortWhenClientLeaves(reply, context);
 
   const hookContext = { endpoint, metadata: context.metadata, model: context.model };
-  const inputGuards = guardrailsOf(selection.plan.settings, context.state);
+  const inputGuards = mergeGuardrails(guardrailsOf(selection.plan.settings, context.state), attached);
   const before = await checkInput(inputGuards, { ...hookContext, requestBody: body.value }, deps.guardrails, context);
   if (before?.denied === true) return replyInputDenied(reply, before, messages);
   if (before?.requestBody !== undefined) body = { value: before.requestBody, changed: true };
@@ -156,10 +169,10 @@ async function handleInference(
   const model = result.requestBody['model'];
   if (typeof model === 'string') context.model = model;
 
-  const outputGuards = guardrailsOf(result.target.node, context.state);
+  const outputGuards = mergeGuardrails(guardrailsOf(result.target.node, context.state), attached);
   const guarded = !inputGuards.empty || !outputGuards.empty;
   const output = guarded ? outputGuardrails(outputGuards, before, { ...hookContext, requestBody: outgoing }, deps.guardrails, context) : undefined;
-  const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow);
+  const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow, { provider: result.target.provider, model: context.model });
   if (messages) return relayMessages(reply, endpoint, result, output, observer, context);
   return relayResponse(reply, {
     finishPlain: output?.finishPlain,
@@ -193,35 +206,9 @@ function promptedBody(endpoint: InferenceEndpoint, plan: PlanNode, state: Gatewa
   return { value: applyPrompt(prompt, received as Record<string, unknown>), changed: true };
 }
 
-/** Rate limits: admits the call (or throws a 429) and wires its token charge. */
-async function admitUnderRateLimits(deps: InferenceDeps, context: RequestContext, plan: PlanNode, body: Record<string, unknown>): Promise<void> {
-  const limiter = deps.rateLimiter;
-  if (limiter === undefined) return;
-  const fromState = context.state.document.rateLimitPolicies;
-  const fromApi = deps.dynamicPolicies();
-  if (fromState.length === 0 && fromApi.length === 0) return;
-  const facts = {
-    workspace_id: context.apiKey?.workspace,
-    api_key: context.apiKey?.id,
-    provider: providerNamed(plan, context.state),
-    model: typeof body['model'] === 'string' ? body['model'] : undefined,
-    config: context.configId,
-    metadata: context.metadata,
-  };
-  const admission = await limiter.admit(fromApi.length === 0 ? fromState : [...fromState, ...fromApi], facts);
-  if (admission === undefined || admission.tokenWindows.length === 0) return;
-  // Charged once when the request is accounted (request-finish.ts): the provider's usage,
-  // or an estimate for a stream the client left before usage arrived.
-  context.chargeTokens = (tokens) => limiter.chargeTokens(admission, tokens);
-}
-
-/** The provider a request names before routing: a single target's provider; none for strategies. */
-function providerNamed(plan: PlanNode, state: GatewayState): string | undefined {
-  if (plan.mode !== undefined) return undefined;
-  const { provider, virtual_key: virtualKey } = plan.settings;
-  if (virtualKey !== undefined) return state.providersByVirtualKey.get(virtualKey)?.provider;
-  if (provider?.startsWith('@')) return state.providersBySlug.get(provider.slice(1))?.provider;
-  return provider;
+/** Endpoints whose answers are generated tokens (embeddings and token counts are not). */
+function generates(endpoint: InferenceEndpoint): boolean {
+  return endpoint !== 'embeddings' && endpoint !== 'messages.count_tokens';
 }
 
 /**

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { callProvider, forwardingTarget, relayProviderAnswer } from '../batches/provider-forwarding.ts';
 import { GatewayError } from '../errors.ts';
+import { applyForwardedPolicies, meterForwardedAnswer, type ForwardedPolicyDeps } from './forwarded-policies.ts';
 
 // The rest of the OpenAI API, forwarded to the one OpenAI-compatible provider (or Azure
 // OpenAI) a request names: moderations, images, audio, responses retrieve/delete/cancel/
@@ -166,7 +167,7 @@ export const FORWARDED_OPERATIONS: ReadonlyArray<readonly ['GET' | 'POST' | 'DEL
 /** Largest streamed (non-JSON) body forwarded; past it the upload is cut with a 413. */
 export const MAX_FORWARDED_BODY_BYTES = 512 * 1024 * 1024;
 
-export interface ForwardedRouteDeps {
+export interface ForwardedRouteDeps extends Partial<ForwardedPolicyDeps> {
   readonly dispatcher: Dispatcher;
   /** Overrides MAX_FORWARDED_BODY_BYTES (tests). */
   readonly maxBodyBytes?: number;
@@ -195,9 +196,13 @@ async function forward(deps: ForwardedRouteDeps, request: FastifyRequest, reply:
   const query = new URLSearchParams(request.url.split('?')[1] ?? '');
   const headers: Record<string, string> = {};
   const contentType = request.headers['content-type'];
+  // Rate limits, guardrails and cost hold here as on inference (forwarded-policies.ts).
+  const policies = deps.policies === undefined || deps.guardrails === undefined ? undefined : { policies: deps.policies, guardrails: deps.guardrails };
+  const checked = policies === undefined ? { body: request.rawBody } : await applyForwardedPolicies(policies, request, reply, route);
+  if (checked.denied !== undefined) return checked.denied;
   let body: Buffer | Readable | undefined;
-  if (request.rawBody !== undefined) {
-    body = request.rawBody;
+  if (checked.body !== undefined) {
+    body = checked.body;
     headers['content-type'] = 'application/json';
   } else if (method === 'POST' && contentType !== undefined) {
     headers['content-type'] = contentType;
@@ -206,7 +211,7 @@ async function forward(deps: ForwardedRouteDeps, request: FastifyRequest, reply:
     body = request.raw.pipe(new ByteLimit(deps.maxBodyBytes ?? MAX_FORWARDED_BODY_BYTES));
   }
   const answer = await callProvider(deps.dispatcher, target, { method, path, query, body, headers });
-  return relayProviderAnswer(reply, target, answer);
+  return relayProviderAnswer(reply, target, policies === undefined ? answer : meterForwardedAnswer(request, answer));
 }
 
 /** Passes bytes through and fails the stream once more than `limit` have passed. */

@@ -70,15 +70,14 @@ export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps
   });
 }
 
-/** Token limits are charged here, once, with what the provider reported (or the estimate). */
+/** Token limits are settled here, once, to what the provider reported (or the estimate, or 0). */
 function settleTokens(context: RequestContext): void {
   const charge = context.chargeTokens;
   if (charge === undefined) return;
   context.chargeTokens = undefined;
   const usage = context.usage;
-  if (usage === undefined) return;
-  const total = usage.total ?? (usage.prompt ?? 0) + (usage.completion ?? 0);
-  if (total > 0) charge(total);
+  const total = usage === undefined ? 0 : (usage.total ?? (usage.prompt ?? 0) + (usage.completion ?? 0));
+  charge(total > 0 ? total : 0);
 }
 
 function recordOf(context: RequestContext, method: string, route: string, status: number): RequestRecord {
@@ -112,3 +111,4 @@ function recordOf(context: RequestContext, method: string, route: string, status
     errorCode: context.errorCode,
   };
 }
+  // Always called: it settles the tokens reserved on admission (0 without usage refunds them).

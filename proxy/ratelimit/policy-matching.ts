@@ -40,7 +40,12 @@ export function factOf(facts: RequestFacts, key: string): string | undefined {
 export function policyApplies(policy: RateLimitPolicy, facts: RequestFacts): boolean {
   if (policy.status !== 'active') return false;
   if (policy.workspace_id !== undefined && policy.workspace_id !== facts.workspace_id) return false;
-  return policy.conditions.every((condition) => {
+  return conditionsMatch(policy.conditions, facts);
+}
+
+/** Every condition matches the request's value for its key; `*` matches any present value. */
+export function conditionsMatch(conditions: ReadonlyArray<{ readonly key: string; readonly value: string }>, facts: RequestFacts): boolean {
+  return conditions.every((condition) => {
     const value = factOf(facts, condition.key);
     return value !== undefined && (condition.value === '*' || condition.value === value);
   });

@@ -11,7 +11,8 @@ export const POLICY_STATUSES = ['active', 'archived'] as const;
 export const POLICY_KEY_PATTERN = /^(workspace_id|api_key|provider|model|config|metadata\.[A-Za-z0-9_.-]{1,64})$/;
 const POLICY_KEY_MESSAGE = 'must be workspace_id, api_key, provider, model, config or metadata.<key>';
 
-const ConditionSchema = z.strictObject({
+/** One condition of a policy (rate limits, attached guardrails): the request's value for a key. */
+export const ConditionSchema = z.strictObject({
   key: z.string().regex(POLICY_KEY_PATTERN, POLICY_KEY_MESSAGE).describe('What to match: workspace_id, api_key, provider, model, config or metadata.<key>.'),
   value: z.string().min(1).describe('The value it must have.'),
 });

@@ -1,14 +1,19 @@
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
-import type { RateLimitCounterStore, WindowSpec } from './counter-store.ts';
+import type { CounterDecision, RateLimitCounterStore, Reservation, WindowSpec } from './counter-store.ts';
 import { groupKeyOf, policyApplies, type RequestFacts } from './policy-matching.ts';
 import { WINDOW_MS, type RateLimitPolicy } from './policy-schema.ts';
 
 // Enforcement (issue: rate-limit policies). Every applicable policy must admit: requests
-// policies count one per request atomically; tokens policies admit on the usage already
-// counted and are charged from the provider's `usage` after the answer. A store failure
-// fails open by default (counted and logged) or closed (503) when configured.
+// policies count one per request atomically; tokens policies reserve the request's
+// estimate atomically (what is left of the budget, up to the estimate; nothing left → 429)
+// and are settled to the provider's `usage` after the answer. A store failure fails open by
+// default (counted and logged) or closed (503) when configured.
+//
+// A request is matched against the facts of every target it may reach (routing resolves
+// strategies, saved providers and override_params.model first): a policy applies when it
+// applies to any of them, and each distinct counter it names is counted once.
 
 export type FailMode = 'open' | 'closed';
 
@@ -21,11 +26,17 @@ export interface RateLimiterOptions {
 }
 
 export interface Admission {
-  /** Token policies that apply to this request: charge them with the answer's usage. */
+  /** Token windows this request reserved in, with what each reservation took: settle them with the answer's usage. */
   readonly tokenWindows: readonly WindowSpec[];
+  readonly reserved: readonly number[];
 }
 
-const NOTHING_TO_CHARGE: Admission = { tokenWindows: [] };
+const NOTHING_TO_CHARGE: Admission = { tokenWindows: [], reserved: [] };
+
+interface Counted {
+  readonly policy: RateLimitPolicy;
+  readonly window: WindowSpec;
+}
 
 export class RateLimiter {
   readonly #options: RateLimiterOptions;
@@ -34,26 +45,26 @@ export class RateLimiter {
     this.#options = options;
   }
 
-  /** Admits the request or throws a 429 naming the policy (with retry-after and x-ratelimit-*). */
-  async admit(policies: Iterable<RateLimitPolicy>, facts: RequestFacts): Promise<Admission> {
-    const applicable: RateLimitPolicy[] = [];
-    for (const policy of policies) if (policyApplies(policy, facts)) applicable.push(policy);
-    if (applicable.length === 0) return NOTHING_TO_CHARGE;
+  /**
+   * Admits the request or throws a 429 naming the policy (with retry-after and x-ratelimit-*).
+   * `facts` holds one entry per target the request may reach; `tokenEstimate` is what a token
+   * policy reserves (prompt estimate + the most it may generate).
+   */
+  async admit(policies: Iterable<RateLimitPolicy>, facts: RequestFacts | readonly RequestFacts[], tokenEstimate = 1): Promise<Admission> {
+    const counted = countersFor(policies, Array.isArray(facts) ? facts : [facts as RequestFacts]);
+    if (counted.length === 0) return NOTHING_TO_CHARGE;
 
     const { store, now } = this.#options;
     const at = now();
-    const windows = applicable.map((policy) => windowFor(policy, facts));
+    const estimate = Number.isFinite(tokenEstimate) && tokenEstimate >= 1 ? tokenEstimate : 1;
     const settled = await Promise.allSettled(
-      applicable.map((policy, index) => {
-        const window = windows[index] as WindowSpec;
-        return policy.type === 'requests' ? store.consume(window, 1, at) : store.peek(window, at);
-      }),
+      counted.map(({ policy, window }) => (policy.type === 'requests' ? store.consume(window, 1, at) : store.reserve(window, estimate, at))),
     );
 
     let denied: { policy: RateLimitPolicy; resetMs: number; remaining: number } | undefined;
     let storeFailed = false;
     settled.forEach((outcome, index) => {
-      const policy = applicable[index] as RateLimitPolicy;
+      const { policy } = counted[index] as Counted;
       if (outcome.status === 'rejected') {
         storeFailed = true;
         this.#count(policy, 'error');
@@ -72,42 +83,77 @@ export class RateLimiter {
     if (storeFailed) {
       this.#options.logger.warn({ fail_mode: this.#options.failMode }, 'rate-limit store unavailable');
       if (this.#options.failMode === 'closed') {
-        this.#refund(applicable, windows, settled, at);
+        this.#refund(counted, settled, at);
         throw new GatewayError('AIGW_ERR_STORE_UNAVAILABLE', 'Rate limiting is unavailable; try again shortly.', {
           headers: { 'retry-after': '1' },
         });
       }
     }
     if (denied !== undefined) {
-      this.#refund(applicable, windows, settled, at);
+      this.#refund(counted, settled, at);
       throw rateLimited(denied.policy, denied.resetMs, denied.remaining);
     }
-    const tokenWindows = windows.filter((_window, index) => applicable[index]?.type === 'tokens');
-    return tokenWindows.length === 0 ? NOTHING_TO_CHARGE : { tokenWindows };
+    const tokenWindows: WindowSpec[] = [];
+    const reserved: number[] = [];
+    settled.forEach((outcome, index) => {
+      const { policy, window } = counted[index] as Counted;
+      if (policy.type !== 'tokens') return;
+      tokenWindows.push(window);
+      reserved.push(outcome.status === 'fulfilled' ? reservedOf(outcome.value) : 0);
+    });
+    return tokenWindows.length === 0 ? NOTHING_TO_CHARGE : { tokenWindows, reserved };
   }
 
-  /** Charges token policies with an answer's usage; never delays or fails the response. */
-  chargeTokens(admission: Admission, tokens: number): void {
-    if (admission.tokenWindows.length === 0 || !(tokens > 0)) return;
+  /**
+   * Settles token reservations to the answer's usage (0 when it reported none: nothing was
+   * counted for it); never delays or fails the response.
+   */
+  settleTokens(admission: Admission, tokens: number): void {
+    if (admission.tokenWindows.length === 0) return;
+    const used = Number.isFinite(tokens) && tokens > 0 ? tokens : 0;
     const at = this.#options.now();
-    for (const window of admission.tokenWindows) {
-      this.#options.store.add(window, tokens, at).catch((error: unknown) => {
+    admission.tokenWindows.forEach((window, index) => {
+      const delta = used - (admission.reserved[index] ?? 0);
+      if (delta === 0) return;
+      this.#options.store.add(window, delta, at).catch((error: unknown) => {
         this.#options.logger.warn({ err: { message: (error as Error).message } }, 'could not record token usage');
       });
-    }
+    });
   }
 
   // Requests admitted by some policies but refused by another must not count.
-  #refund(policies: RateLimitPolicy[], windows: WindowSpec[], settled: PromiseSettledResult<{ allowed: boolean }>[], at: number): void {
+  #refund(counted: readonly Counted[], settled: PromiseSettledResult<CounterDecision | Reservation>[], at: number): void {
     settled.forEach((outcome, index) => {
-      if (policies[index]?.type !== 'requests' || outcome.status !== 'fulfilled' || !outcome.value.allowed) return;
-      this.#options.store.add(windows[index] as WindowSpec, -1, at).catch(() => undefined);
+      const { policy, window } = counted[index] as Counted;
+      if (outcome.status !== 'fulfilled' || !outcome.value.allowed) return;
+      const amount = policy.type === 'requests' ? 1 : reservedOf(outcome.value);
+      if (amount > 0) this.#options.store.add(window, -amount, at).catch(() => undefined);
     });
   }
 
   #count(policy: RateLimitPolicy, result: 'allowed' | 'denied' | 'error'): void {
     this.#options.metrics.rateLimitDecisions.inc({ policy: this.#options.metrics.policyLabel.of(policy.id), result });
   }
+}
+
+/** Each applicable policy's distinct counters over every target's facts (one per policy and group). */
+function countersFor(policies: Iterable<RateLimitPolicy>, facts: readonly RequestFacts[]): Counted[] {
+  const counted: Counted[] = [];
+  const seen = new Set<string>();
+  for (const policy of policies) {
+    for (const target of facts) {
+      if (!policyApplies(policy, target)) continue;
+      const window = windowFor(policy, target);
+      if (seen.has(window.key)) continue;
+      seen.add(window.key);
+      counted.push({ policy, window });
+    }
+  }
+  return counted;
+}
+
+function reservedOf(decision: CounterDecision | Reservation): number {
+  return 'reserved' in decision ? decision.reserved : 0;
 }
 
 function windowFor(policy: RateLimitPolicy, facts: RequestFacts): WindowSpec {

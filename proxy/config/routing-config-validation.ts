@@ -6,7 +6,7 @@ import type { RoutingConfig } from './routing-config-schema.ts';
 import { collectRoutingRuleIssues, isPlainObject } from './routing-config-rules.ts';
 import type { ConfigIssue } from './routing-config-rules.ts';
 import { formatIssue, fromZodIssue } from '../openai/zod-issues.ts';
-import { withSpecConfigKeys } from './vendor-names.ts';
+import { vendorKeyConflicts, withSpecConfigKeys } from './vendor-names.ts';
 
 /** How many levels of `targets` may nest below the root config. */
 export const MAX_TARGET_DEPTH = 8;
@@ -32,7 +32,7 @@ export function parseRoutingConfig(raw: unknown): RoutingConfigParseResult {
     // reportInput lets the formatter tell a missing key ("Required") from a wrong value.
     const parsed = RoutingConfigSchema.safeParse(input, { reportInput: true });
     const issues: ConfigIssue[] = parsed.success ? [] : parsed.error.issues.flatMap((issue) => fromZodIssue(issue, []));
-    issues.push(...collectRoutingRuleIssues(input));
+    issues.push(...collectRoutingRuleIssues(input), ...vendorKeyConflicts(input));
     if (parsed.success && issues.length === 0) return { success: true, config: parsed.data };
     return { success: false, issues: unique(issues.map(formatConfigIssue)) };
   } catch (error) {

@@ -79,3 +79,17 @@ export function withSpecConfigKeys(input: unknown): unknown {
   }
   return renamed ?? input;
 }
+
+/** Keys sent under both names (`aws_region` and `cloudC_region`), at any level: `[path, alias, spec]`. */
+export function vendorKeyConflicts(input: unknown, path: ReadonlyArray<string | number> = []): Array<{ path: Array<string | number>; message: string }> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return [];
+  const record = input as Record<string, unknown>;
+  const conflicts: Array<{ path: Array<string | number>; message: string }> = [];
+  for (const key of Object.keys(record)) {
+    const spec = Object.hasOwn(CONFIG_KEY_ALIASES, key) ? CONFIG_KEY_ALIASES[key] : undefined;
+    if (spec !== undefined && Object.hasOwn(record, spec)) conflicts.push({ path: [...path, key], message: `names the same setting as ${spec}: send one of them` });
+  }
+  const targets = record['targets'];
+  if (Array.isArray(targets)) targets.forEach((target, index) => conflicts.push(...vendorKeyConflicts(target, [...path, 'targets', index])));
+  return conflicts;
+}

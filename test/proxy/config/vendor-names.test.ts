@@ -2,6 +2,8 @@
 // aws_*, openai_*) and headers (x-gateway-azure-resource-name, …); the tokens stay accepted.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { specSchemaOf } from '../../../operator/crds/crd-manifests.ts';
+import { RESOURCE_KINDS } from '../../../operator/reconcile/resource-schemas.ts';
 import { loadStateFromTexts } from '../../../proxy/config/state-loader.ts';
 import { parseRoutingConfig } from '../../../proxy/config/routing-config-validation.ts';
 import { normaliseVendorHeaders, withSpecConfigKeys } from '../../../proxy/config/vendor-names.ts';
@@ -31,6 +33,13 @@ describe('real vendor names in routing configs', () => {
     assert.ok(parseRoutingConfig({ provider: 'bedrock', cloudC_access_key_id: 'a', cloudC_secret_access_key: 's' }).success);
     const both = parseRoutingConfig({ provider: 'bedrock', cloudC_access_key_id: 'a', cloudC_secret_access_key: 's', aws_region: 'us-east-1', cloudC_region: 'eu-west-1' });
     assert.equal(both.success, false);
+    assert.deepEqual(both.success ? [] : both.issues, ['aws_region: names the same setting as cloudC_region: send one of them']);
+  });
+
+  test('the GatewayConfig CRD carries the real names; credential keys stay out of it under either name', () => {
+    const spec = JSON.stringify(specSchemaOf(RESOURCE_KINDS.GatewayConfig));
+    for (const key of ['azure_resource_name', 'azure_region', 'vertex_region', 'aws_region', 'openai_organization', 'cloudA_region']) assert.ok(spec.includes(`"${key}"`), key);
+    for (const key of ['aws_secret_access_key', 'aws_access_key_id', 'vertex_service_account_json', 'cloudC_secret_access_key']) assert.ok(!spec.includes(`"${key}"`), key);
   });
 
   test('keys that are no alias (prototype names included) are left alone', () => {

@@ -48,10 +48,10 @@ export const ApiKeyEntrySchema = z
     message: 'exactly one of key or keyHash is required',
   });
 
-export const ProviderEntrySchema = z.strictObject({
 /** Names of saved guardrails (`guardrails[].id`) attached to a provider or a guardrail policy. */
 const AttachedGuardrailsSchema = z.array(z.string().min(1)).optional();
 
+export const ProviderEntrySchema = z.strictObject({
   slug: z.string().regex(SLUG, 'must be letters, digits, ".", "_" or "-" (at most 63)'),
   provider: z.string().min(1),
   virtualKey: z.string().min(1).optional(),
@@ -61,18 +61,17 @@ const AttachedGuardrailsSchema = z.array(z.string().min(1)).optional();
   project: z.string().optional(),
   // Provider-family options (api versions, regions, deployments…): shaped by each adapter.
   options: z.record(z.string(), z.unknown()).optional(),
-  forwardClientCredential: z
   // Attached by the operator: they run whenever a request may reach this provider, however
   // it is named (docs/guardrails.md, "Guardrails attached to providers, keys and workspaces").
   input_guardrails: AttachedGuardrailsSchema.describe('Saved Guardrails run on the input of every request that may reach this provider, however it is named.'),
   output_guardrails: AttachedGuardrailsSchema.describe('Saved Guardrails run on the answer of every request that may reach this provider.'),
+  forwardClientCredential: z
     .boolean()
     .optional()
     .describe("Send the client's own Authorization / x-api-key to this provider when it has no key of its own (default: never)."),
   workspaces: z.array(z.string().min(1)).min(1).optional().describe('Only keys of these workspaces may use this provider (default: every workspace).'),
 });
 
-export const SavedConfigEntrySchema = z.strictObject({
 /** Guardrails attached by conditions (a workspace, a key, a provider, a model…), like a rate-limit policy's. */
 export const GuardrailPolicyEntrySchema = z.strictObject({
   id: z.string().min(1),
@@ -81,6 +80,7 @@ export const GuardrailPolicyEntrySchema = z.strictObject({
   output_guardrails: AttachedGuardrailsSchema.describe('Saved Guardrails run on the answer of matching requests.'),
 });
 
+export const SavedConfigEntrySchema = z.strictObject({
   id: z.string().min(1),
   // Validated separately with the routing config schema (see gateway-state.ts).
   config: z.unknown(),
@@ -145,8 +145,8 @@ export const GatewayStateSchema = z.strictObject({
   prompts: z.array(PromptEntrySchema).default([]),
   guardrails: z.array(GuardrailEntrySchema).default([]),
   rateLimitPolicies: z.array(RateLimitPolicySchema).default([]),
-  egress: EgressSchema.default({ allow: [], clientAllow: [] }),
   guardrailPolicies: z.array(GuardrailPolicyEntrySchema).default([]),
+  egress: EgressSchema.default({ allow: [], clientAllow: [] }),
   cache: CacheSettingsSchema.default({}),
   modelPrices: z.array(ModelPriceEntrySchema).default([]),
   models: z.array(CatalogModelEntrySchema).default([]),
@@ -157,6 +157,7 @@ export type GatewayStateDocument = z.infer<typeof GatewayStateSchema>;
 export type ApiKeyEntry = z.infer<typeof ApiKeyEntrySchema>;
 export type ProviderEntry = z.infer<typeof ProviderEntrySchema>;
 export type SavedConfigEntry = z.infer<typeof SavedConfigEntrySchema>;
+export type GuardrailPolicyEntry = z.infer<typeof GuardrailPolicyEntrySchema>;
 export type CatalogModelEntry = z.infer<typeof CatalogModelEntrySchema>;
 export type WorkspaceEntry = z.infer<typeof WorkspaceEntrySchema>;
 
@@ -164,7 +165,6 @@ export type WorkspaceEntry = z.infer<typeof WorkspaceEntrySchema>;
 export const CredentialsSchema = z.strictObject({
   providers: z.record(z.string(), z.strictObject({ apiKey: ProviderKeySchema })).default({}),
   apiKeys: z
-export type GuardrailPolicyEntry = z.infer<typeof GuardrailPolicyEntrySchema>;
     .record(
       z.string(),
       z.strictObject({ key: GatewayKeySchema.optional(), keyHash: z.string().optional() }),

@@ -137,7 +137,6 @@ async function handleInference(
   const invalid = validateRequestBody(endpoint, body.value);
   if (invalid !== undefined) throw invalid;
   context.model = body.value['model'] as string;
-  context.modelRequested = context.model;
 
   // Policies match what the request resolves to: every target it may reach (strategies,
   // saved providers, override_params.model), not the provider it names.
@@ -172,7 +171,7 @@ async function handleInference(
   const outputGuards = mergeGuardrails(guardrailsOf(result.target.node, context.state), attached);
   const guarded = !inputGuards.empty || !outputGuards.empty;
   const output = guarded ? outputGuardrails(outputGuards, before, { ...hookContext, requestBody: outgoing }, deps.guardrails, context) : undefined;
-  const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow, { provider: result.target.provider, model: context.model });
+  const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow);
   if (messages) return relayMessages(reply, endpoint, result, output, observer, context);
   return relayResponse(reply, {
     finishPlain: output?.finishPlain,

@@ -75,6 +75,7 @@ function settleTokens(context: RequestContext): void {
   const charge = context.chargeTokens;
   if (charge === undefined) return;
   context.chargeTokens = undefined;
+  // Always called: it settles the tokens reserved on admission (0 without usage refunds them).
   const usage = context.usage;
   const total = usage === undefined ? 0 : (usage.total ?? (usage.prompt ?? 0) + (usage.completion ?? 0));
   charge(total > 0 ? total : 0);
@@ -111,4 +112,3 @@ function recordOf(context: RequestContext, method: string, route: string, status
     errorCode: context.errorCode,
   };
 }
-  // Always called: it settles the tokens reserved on admission (0 without usage refunds them).

@@ -18,7 +18,8 @@ import { messagesRoutingHeaders } from '../anthropic-ingress/messages-request.ts
 //     OpenAI-compatible hosts and Azure relayed as they answer, Anthropic's translated.
 //   - Otherwise the gateway's list: exactly the catalog models the calling key may select
 //     (config/model-catalog.ts; its workspace and allow-list applied), each of which works
-//     as `model` alone; or the models of the saved config x-gateway-config names.
+//     as `model` alone; or the models of the saved config x-gateway-config names. Anthropic's
+//     clients (an anthropic-version header) get it in Anthropic's list shape.
 // Every provider call is built by its adapter's forward operation and sent as a guardedCall.
 
 export interface ModelsRouteDeps {
@@ -46,8 +47,21 @@ export function registerModelsRoutes(app: FastifyInstance, deps: ModelsRouteDeps
 
 async function listModels(deps: ModelsRouteDeps, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const source = sourceOf(request);
-  if (source.kind === 'gateway') return reply.send({ object: 'list', data: gatewayModels(request.gateway.state, source.configId, request.gateway.apiKey) });
-  return providerModels(deps, reply, source.target, undefined);
+  if (source.kind === 'provider') return providerModels(deps, reply, source.target, undefined);
+  const models = gatewayModels(request.gateway.state, source.configId, request.gateway.apiKey);
+  if (!wantsAnthropicShape(request)) return reply.send({ object: 'list', data: models });
+  const data = models.map(toAnthropicModel);
+  return reply.send({ data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+}
+
+// Anthropic's SDKs (and Claude Code) send anthropic-version on every call; OpenAI's never do.
+function wantsAnthropicShape(request: FastifyRequest): boolean {
+  return request.headers['anthropic-version'] !== undefined;
+}
+
+/** The gateway's model in Anthropic's shape: `{ type: "model", id, display_name, created_at }`. */
+function toAnthropicModel(model: ModelEntry): { type: 'model'; id: string; display_name: string; created_at: string } {
+  return { type: 'model', id: model.id, display_name: model.id, created_at: new Date(model.created * 1000).toISOString() };
 }
 
 async function retrieveModel(deps: ModelsRouteDeps, request: FastifyRequest, reply: FastifyReply, id: string): Promise<FastifyReply> {
@@ -57,7 +71,7 @@ async function retrieveModel(deps: ModelsRouteDeps, request: FastifyRequest, rep
   if (found === undefined) {
     throw new GatewayError('AIGW_ERR_UNKNOWN_MODEL', `The model "${id}" does not exist or this gateway API key may not use it; GET /v1/models lists the models it can use.`, { param: 'model' });
   }
-  return reply.send(found);
+  return reply.send(wantsAnthropicShape(request) ? toAnthropicModel(found) : found);
 }
 
 type ModelSource = { readonly kind: 'gateway'; readonly configId: string | undefined } | { readonly kind: 'provider'; readonly target: ResolvedTarget };

@@ -227,6 +227,17 @@ describe('the Anthropic SDK (and Claude Code) with a base URL and the gateway ke
     }
   });
 
+  test("the Anthropic SDK lists the key's models in Anthropic's shape", async () => {
+    const client = new Anthropic({ baseURL: harness.gateway.origin, apiKey: TEST_GATEWAY_KEY, maxRetries: 0 });
+    const ids: string[] = [];
+    for await (const model of client.models.list()) {
+      assert.equal(model.type, 'model');
+      ids.push(model.id);
+    }
+    assert.deepEqual(ids, ['gpt-4o', 'claude-sonnet-4-6', 'llama3.2', 'fast', 'gpt-4.1-mini']);
+    assert.equal((await client.models.retrieve('claude-sonnet-4-6')).id, 'claude-sonnet-4-6');
+  });
+
   test('a Claude model name can map to any target: /v1/messages to an OpenAI-format model', async () => {
     const message = await ask(new Anthropic({ baseURL: harness.gateway.origin, apiKey: TEST_GATEWAY_KEY, maxRetries: 0 }), 'llama3.2');
     assert.equal(message.content[0]?.type, 'text');

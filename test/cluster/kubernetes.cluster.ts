@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { load } from 'js-yaml';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { Agent, request } from 'undici';
 import { ROOT, run } from '../e2e/e2e-environment.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -245,6 +247,35 @@ spec: { provider: "@mock", override_params: { model: g0 } }
     log(`helm install → 2 operator + 2 proxy pods Ready in ${installSeconds.toFixed(1)} s; chat through ${serviceOrigin} → 200`);
   });
 
+  test('drop-in clients: the openai and Anthropic SDKs with nothing but the Service URL and the gateway key', async () => {
+    await apply(`
+apiVersion: aigateway.dev/v1alpha1
+kind: Model
+metadata: { name: drop-in }
+spec: { target: "@mock", model: drop-in-upstream }
+`);
+    await kubectl('wait', '--for=condition=Ready', 'models.aigateway.dev/drop-in', '--timeout=60s');
+    // Every ready replica serves the Model before the Service is asked (it balances over them).
+    for (const ip of await readyProxyIps()) {
+      const replica = new OpenAI({ baseURL: `http://${ip}:8787/v1`, apiKey: gatewayKey, maxRetries: 0 });
+      await eventually(async () => ((await replica.models.list()).data.some((model) => model.id === 'drop-in') ? true : undefined), `replica ${ip} lists the Model`, {
+        timeoutMs: 30_000,
+        intervalMs: 500,
+      });
+    }
+    const expected = `model=drop-in-upstream key=${providerKey.slice(-8)}`;
+    const openai = new OpenAI({ baseURL: `${serviceOrigin}/v1`, apiKey: gatewayKey, maxRetries: 0 });
+    const completion = await openai.chat.completions.create({ model: 'drop-in', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(completion.choices[0]?.message.content, expected);
+    const anthropic = new Anthropic({ baseURL: serviceOrigin, apiKey: gatewayKey, maxRetries: 0 });
+    const message = await anthropic.messages.create({ model: 'drop-in', max_tokens: 16, messages: [{ role: 'user', content: 'hello' }] });
+    const first = message.content[0];
+    assert.equal(first?.type === 'text' ? first.text : undefined, expected);
+    const unknown = await openai.chat.completions.create({ model: 'nope', messages: [{ role: 'user', content: 'hello' }] }).catch((caught: unknown) => caught);
+    assert.ok(unknown instanceof OpenAI.NotFoundError, String(unknown));
+    log('drop-in: openai and Anthropic SDKs with only the Service URL and the gateway key → 200; unknown model → 404');
+  });
+
   test('the image in a pod (uid 1000, read-only root filesystem): production dependencies only, serving in under 1 s', async () => {
     // The production tree, as npm resolves it from the lockfile.
     const production = new Set(
@@ -474,7 +505,7 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
     });
     assert.deepEqual(left, []);
     const crds = (await env.kubectl(['get', 'crds', '-o', 'name'])).stdout;
-    for (const plural of ['gatewayconfigs', 'providers', 'ratelimitpolicies', 'prompts', 'guardrails', 'gatewayapikeys']) assert.match(crds, new RegExp(`${plural}\\.aigateway\\.dev`));
+    for (const plural of ['gatewayconfigs', 'providers', 'ratelimitpolicies', 'prompts', 'guardrails', 'gatewayapikeys', 'models']) assert.match(crds, new RegExp(`${plural}\\.aigateway\\.dev`));
     // The documented CRD step leaves the CRDs to Helm's field manager: installing the chart
     // again (another team's release) does not conflict with them.
     const second = `${NS}-second`;

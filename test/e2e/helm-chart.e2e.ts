@@ -81,7 +81,7 @@ describe('Helm chart', { skip, timeout: 240_000 }, () => {
       const found = await env.kubectl(['get', resource, object.metadata.name, '-n', object.metadata.namespace ?? namespace, '-o', 'name'], { allowFailure: true });
       assert.equal(found.code, 0, `${object.kind}/${object.metadata.name} missing: ${found.stderr}`);
     }
-    for (const crd of ['gatewayconfigs', 'providers', 'ratelimitpolicies', 'prompts', 'guardrails', 'gatewayapikeys']) {
+    for (const crd of ['gatewayconfigs', 'providers', 'ratelimitpolicies', 'prompts', 'guardrails', 'gatewayapikeys', 'models']) {
       await env.kubectl(['get', 'crd', `${crd}.aigateway.dev`, '-o', 'name']);
     }
   });

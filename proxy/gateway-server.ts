@@ -5,16 +5,16 @@ import { authenticateMatchedRoute, isPublicRoute, PUBLIC_ROUTE } from './auth/ro
 import type { GatewayState } from './config/gateway-state.ts';
 import { normaliseVendorHeaders } from './config/vendor-names.ts';
 import { registerInferenceRoutes, type InferenceDeps } from './endpoints/inference-routes.ts';
-import { sendGatewayError } from './error-reply.ts';
 import { guardPathParams } from './endpoints/path-param-check.ts';
+import { sendGatewayError } from './error-reply.ts';
 import { GatewayError, toErrorBody } from './errors.ts';
 import { HEADER, headerValue } from './gateway-headers.ts';
 import type { GatewayMetrics } from './observability/gateway-metrics.ts';
 import type { RequestRecordSink } from './observability/request-record.ts';
 import { armRequestFinish, type FinishDeps } from './observability/request-finish.ts';
 import { environmentTracer, type RequestTracer } from './observability/tracing.ts';
-import { newRequestContext } from './request-context.ts';
 import { findDuplicateKey } from './openai/json-duplicate-keys.ts';
+import { newRequestContext } from './request-context.ts';
 
 // The data-plane HTTP server: hooks for trace id, auth and metadata; the inference routes;
 // health, readiness and metrics; errors in the OpenAI shape, converted here once.
@@ -32,9 +32,9 @@ export interface GatewayServerOptions {
   maxInFlight?: number | undefined;
   /** More route plugins (batches, files, logs…). */
   plugins?: readonly FastifyPluginAsync[] | undefined;
-  /** Largest accepted request body (bytes); larger → 413. */
   /** Most /v1 requests one API key may have in flight (default: a quarter of maxInFlight); beyond it, a fast 429. */
   maxInFlightPerKey?: number | undefined;
+  /** Largest accepted request body (bytes); larger → 413. */
   bodyLimitBytes?: number;
   /** OpenTelemetry tracing; default: what the OTEL_* environment asks for (off when unset); null: off. */
   tracer?: RequestTracer | null | undefined;
@@ -120,10 +120,10 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     }
   });
 
-  // Headers must arrive promptly; bodies within requestTimeout.
   // Path parameters that leave their segment (`..`, `%2F`…) are refused on every route that has any.
   app.addHook('onRoute', guardPathParams);
 
+  // Headers must arrive promptly; bodies within requestTimeout.
   app.server.headersTimeout = 30_000;
   app.decorateRequest('gateway', null as never);
   app.decorateRequest('rawBody', undefined);
@@ -138,12 +138,11 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
       done(new GatewayError('AIGW_ERR_INVALID_JSON', 'Request body is empty; expected a JSON object.'), undefined);
       return;
     }
-    try {
     let parsed: unknown;
+    try {
       parsed = JSON.parse(raw.toString('utf8'));
     } catch (error) {
       done(new GatewayError('AIGW_ERR_INVALID_JSON', `Request body is not valid JSON: ${(error as Error).message}`), undefined);
-    }
       return;
     }
     // The parsed object is validated and the raw bytes forwarded: both must mean one thing.
@@ -151,8 +150,9 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     if (duplicate !== undefined) {
       done(new GatewayError('AIGW_ERR_DUPLICATE_KEY', `Request body has the key "${duplicate}" more than once; send each key once.`, { param: duplicate }), undefined);
       return;
-  });
+    }
     done(null, parsed);
+  });
 
   // Overload: a bounded number of requests in flight; past it, refuse fast rather than let
   // latency and memory grow without bound.
@@ -186,8 +186,6 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     done();
   });
 
-  app.setErrorHandler((error: FastifyError | GatewayError, request, reply) => sendError(error, request, reply, logger));
-  app.setNotFoundHandler((request, reply) => {
   // Per key, after auth: one key's slow uploads or streams hold at most its share of the
   // budget above, so another key still gets in (past its share a key gets a fast 429).
   const maxInFlightPerKey = options.maxInFlightPerKey ?? defaultInFlightPerKey(maxInFlight);
@@ -212,6 +210,8 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     done();
   });
 
+  app.setErrorHandler((error: FastifyError | GatewayError, request, reply) => sendError(error, request, reply, logger));
+  app.setNotFoundHandler((request, reply) => {
     const error = new GatewayError('AIGW_ERR_NOT_FOUND', `Unknown route: ${request.method} ${request.url.split('?')[0]}`);
     return sendError(error, request, reply, logger);
   });
@@ -246,13 +246,13 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   };
 }
 
-// A client's trace id is echoed and logged: printable ASCII only, bounded.
-const TRACE_ID = /^[\x21-\x7e]+$/;
 /** A quarter of the global budget: one key (or three) at its limit leaves room for the others. */
 export function defaultInFlightPerKey(maxInFlight: number): number {
   return Math.max(1, Math.floor(maxInFlight / 4));
 }
 
+// A client's trace id is echoed and logged: printable ASCII only, bounded.
+const TRACE_ID = /^[\x21-\x7e]+$/;
 
 function traceIdFor(presented: string | undefined): string {
   if (presented !== undefined && presented.length <= MAX_TRACE_ID_LENGTH && TRACE_ID.test(presented)) return presented;

@@ -215,8 +215,8 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       return injector(request);
     },
   };
-  const server = createGatewayServer({
   if (options.maxParsedAnswerBytes !== undefined) setPlainAnswerLimits(options.maxParsedAnswerBytes);
+  const server = createGatewayServer({
     initialState: loaded.state,
     logger,
     metrics,
@@ -233,8 +233,8 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     plugins: options.plugins?.map((build) => build(gatewayHost)),
     requestSink: options.requestSink,
     maxInFlight: options.maxInFlight,
-    bodyLimitBytes: options.bodyLimitBytes,
     maxInFlightPerKey: options.maxInFlightPerKey,
+    bodyLimitBytes: options.bodyLimitBytes,
     metricsRoute: options.metricsPort === undefined,
   });
 

@@ -19,7 +19,7 @@ import {
   verdictOf,
   type GuardrailRuntime,
 } from './guardrail-flow.ts';
-import { admitUnderRateLimits, factsOf, tokenEstimate, type PolicyRuntime } from './policy-admission.ts';
+import { admitUnderRateLimits, lazyResolution, tokenEstimate, type PolicyRuntime } from './policy-admission.ts';
 
 // The forwarded OpenAI routes (images, audio, assistants, vector stores…) spend a provider's
 // credentials like inference does, so the same policies hold on them
@@ -55,13 +55,12 @@ export async function applyForwardedPolicies(
   const json = request.rawBody === undefined ? undefined : asObject(request.body);
   const model = typeof json?.['model'] === 'string' ? json['model'] : undefined;
   if (model !== undefined) context.model = model;
-  const selection = selectRoute(request.headers, state);
-  const targets = withSentModel(reachableTargets(selection.plan, state, { body: json, metadata: context.metadata, pathname: route }), model);
-  const facts = factsOf(context, targets);
+  // The same selection forwardingTarget made (provider-forwarding.ts).
+  const selection = selectRoute(request.headers, state, { apiKey: context.apiKey, model: undefined });
+  const resolved = lazyResolution(() => withSentModel(reachableTargets(selection.plan, state, { body: json, metadata: context.metadata, pathname: route }), model), context);
+  await admitUnderRateLimits(deps.policies, context, resolved, () => tokenEstimate(json, request.rawBody?.length ?? contentLength(request)));
 
-  await admitUnderRateLimits(deps.policies, context, facts, () => tokenEstimate(json, request.rawBody?.length ?? contentLength(request)));
-
-  const guards = mergeGuardrails(guardrailsOf(selection.plan.settings, state), attachedGuardrailsOf(state, targets, facts));
+  const guards = mergeGuardrails(guardrailsOf(selection.plan.settings, state), attachedGuardrailsOf(state, resolved));
   if (guards.empty) return { body: request.rawBody };
   if (guards.afterDenies) {
     throw new GatewayError(

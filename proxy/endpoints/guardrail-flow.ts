@@ -98,9 +98,13 @@ function attach(names: { readonly input_guardrails?: readonly string[] | undefin
  * and every guardrail policy matching one of its targets' facts. EMPTY_GUARDRAILS when the
  * snapshot attaches none (the common case costs one lookup).
  */
-export function attachedGuardrailsOf(state: GatewayState, targets: readonly ReachableTarget[], facts: readonly RequestFacts[]): CompiledGuardrails {
+export function attachedGuardrailsOf(
+  state: GatewayState,
+  resolved: () => { readonly targets: readonly ReachableTarget[]; readonly facts: readonly RequestFacts[] },
+): CompiledGuardrails {
   const attached = attachedInState(state);
   if (!attached.any) return EMPTY_GUARDRAILS;
+  const { targets, facts } = resolved();
   const found: Attachment[] = [];
   for (const target of targets) {
     const byProvider = target.slug === undefined ? undefined : attached.byProviderSlug.get(target.slug);

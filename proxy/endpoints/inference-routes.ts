@@ -37,7 +37,7 @@ import {
   type HooksOutcome,
 } from './guardrail-flow.ts';
 import { outputGuardrails } from './output-guardrails.ts';
-import { admitUnderRateLimits, factsOf, tokenEstimate } from './policy-admission.ts';
+import { admitUnderRateLimits, lazyResolution, tokenEstimate } from './policy-admission.ts';
 import { reachableTargets } from '../routing/reachable-targets.ts';
 import { cacheObserver, cacheRequestOf, countLookup, replyFromCache, type CacheFlow } from './response-caching.ts';
 
@@ -140,13 +140,12 @@ async function handleInference(
 
   // Policies match what the request resolves to: every target it may reach (strategies,
   // saved providers, override_params.model), not the provider it names.
-  const targets = reachableTargets(selection.plan, context.state, { body: body.value, metadata: context.metadata, pathname });
-  const facts = factsOf(context, targets);
   const prompted = body;
-  await admitUnderRateLimits(deps, context, facts, () =>
+  const resolved = lazyResolution(() => reachableTargets(selection.plan, context.state, { body: prompted.value, metadata: context.metadata, pathname }), context);
+  await admitUnderRateLimits(deps, context, resolved, () =>
     tokenEstimate(prompted.value, prompted.changed ? JSON.stringify(prompted.value).length : (request.rawBody?.length ?? 0), generates(endpoint)),
   );
-  const attached = attachedGuardrailsOf(context.state, targets, facts);
+  const attached = attachedGuardrailsOf(context.state, resolved);
   const usage = withStreamUsage(endpoint, body);
   body = usage.body;
   const signal = abortWhenClientLeaves(reply, context);

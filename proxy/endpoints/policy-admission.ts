@@ -22,6 +22,24 @@ export const DEFAULT_RESERVED_OUTPUT_TOKENS = 4096;
 const BYTES_PER_TOKEN = 4;
 const OUTPUT_CAP_FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
 
+/** What a request resolves to, for matching policies: its reachable targets and their facts. */
+export interface ResolvedRequest {
+  readonly targets: readonly ReachableTarget[];
+  readonly facts: readonly RequestFacts[];
+}
+
+/** Resolves once, on first use: a request that meets no policy and no attachment never pays for it. */
+export function lazyResolution(resolve: () => readonly ReachableTarget[], context: RequestContext): () => ResolvedRequest {
+  let resolved: ResolvedRequest | undefined;
+  return () => {
+    if (resolved === undefined) {
+      const targets = resolve();
+      resolved = { targets, facts: factsOf(context, targets) };
+    }
+    return resolved;
+  };
+}
+
 /** The request's facts once per target it may reach (at least once: key and workspace facts hold without a target). */
 export function factsOf(context: RequestContext, targets: readonly ReachableTarget[]): RequestFacts[] {
   const base = {
@@ -55,13 +73,13 @@ export function tokenEstimate(body: Record<string, unknown> | undefined, bodyByt
 }
 
 /** Rate limits: admits the call (or throws a 429) and wires the settlement of its token reservations. */
-export async function admitUnderRateLimits(runtime: PolicyRuntime, context: RequestContext, facts: readonly RequestFacts[], estimate: () => number): Promise<void> {
+export async function admitUnderRateLimits(runtime: PolicyRuntime, context: RequestContext, resolved: () => ResolvedRequest, estimate: () => number): Promise<void> {
   const limiter = runtime.rateLimiter;
   if (limiter === undefined) return;
   const fromState = context.state.document.rateLimitPolicies;
   const fromApi = runtime.dynamicPolicies();
   if (fromState.length === 0 && fromApi.length === 0) return;
-  const admission = await limiter.admit(fromApi.length === 0 ? fromState : [...fromState, ...fromApi], facts, estimate());
+  const admission = await limiter.admit(fromApi.length === 0 ? fromState : [...fromState, ...fromApi], resolved().facts, estimate());
   if (admission.tokenWindows.length === 0) return;
   // Settled once when the request is accounted (request-finish.ts): the provider's usage,
   // an estimate for a stream the client left before usage arrived, or 0 (a refund).

@@ -15,6 +15,11 @@ import type { PolicyStore } from '../../proxy/ratelimit/policy-store.ts';
 // (ours: the spec's policies have status active|archived but no route to change it).
 // Policies from the state file (RateLimitPolicy resources in a cluster) are listed with
 // the API-created ones, and are read-only here.
+//
+// Workspaces are a tenancy boundary: a key sees and manages its own workspace's policies
+// (and sees the global ones); only the org_admin scope reaches other workspaces. `admin`
+// is admin of the key's own workspace. Another workspace's policy answers 404, like a
+// missing one.
 
 export interface PolicySources {
   /** API-created policies: the local file standalone, RateLimitPolicy resources in a cluster. */
@@ -72,12 +77,21 @@ export function policyRoutes(sources: PolicySources): FastifyPluginAsync {
     });
 
     app.patch(`${ROUTE}/:id`, ANY_KEY, async (request) => {
-      requireAdmin(request);
+      const key = requireAdmin(request);
       const id = (request.params as { id: string }).id;
       const patch = parse(UpdatePolicyBodySchema, request.body, 'body');
-      if (sources.statePolicies().some((policy) => policy.id === id)) {
+      const fromState = sources.statePolicies().find((policy) => policy.id === id);
+      const found = fromState ?? (await sources.store.list()).find((policy) => policy.id === id);
+      if (found === undefined || !canSee(key, found)) throw new GatewayError('AIGW_ERR_NOT_FOUND', `No rate-limit policy with id "${id}".`, { param: 'id' });
+      if (fromState !== undefined) {
         throw new GatewayError('AIGW_ERR_READ_ONLY', `Policy "${id}" comes from the gateway state (a RateLimitPolicy resource); change it there.`, {
           param: 'id',
+        });
+      }
+      // A global policy limits every workspace: only an organisation-wide key may change it.
+      if (!canManage(key, found)) {
+        throw new GatewayError('AIGW_ERR_FORBIDDEN', `Policy "${id}" applies to every workspace; changing it needs the "org_admin" scope.`, {
+          param: 'x-gateway-api-key',
         });
       }
       const updated = await sources.store.update(id, patch);
@@ -87,23 +101,32 @@ export function policyRoutes(sources: PolicySources): FastifyPluginAsync {
   };
 }
 
-/** A key sees its workspace's policies and the global ones; the admin scope sees all. */
+/** A key sees its workspace's policies and the global ones; the org_admin scope sees all. */
 function canSee(key: GatewayApiKey, policy: RateLimitPolicy): boolean {
-  return key.scopes.has('admin') || policy.workspace_id === undefined || policy.workspace_id === key.workspace;
+  return key.scopes.has('org_admin') || policy.workspace_id === undefined || policy.workspace_id === key.workspace;
+}
+
+/** An admin key changes its own workspace's policies; the org_admin scope any. */
+function canManage(key: GatewayApiKey, policy: RateLimitPolicy): boolean {
+  return key.scopes.has('org_admin') || (policy.workspace_id !== undefined && policy.workspace_id === key.workspace);
 }
 
 /**
  * The workspace a new policy belongs to: `workspace_id`, else the one its conditions name,
  * else the key's. Filing it anywhere else would make it a policy that never applies.
+ * Another workspace needs the org_admin scope.
  */
 function targetWorkspace(key: GatewayApiKey, body: z.output<typeof CreatePolicyBodySchema>): string {
   const problem = neverMatchProblem(body);
   if (problem !== undefined) throw new GatewayError('AIGW_ERR_INVALID_BODY', problem.message, { param: problem.param });
   const named = conditionWorkspace(body);
   const workspace = body.workspace_id ?? named?.value ?? key.workspace;
-  if (workspace !== key.workspace && !key.scopes.has('admin')) {
+  if (workspace !== key.workspace && !key.scopes.has('org_admin')) {
     const param = body.workspace_id !== undefined ? 'workspace_id' : `conditions[${named?.index ?? 0}].value`;
-    throw new GatewayError('AIGW_ERR_INVALID_BODY', `${param}: a key without the "admin" scope may only name its own workspace.`, { param });
+    throw new GatewayError('AIGW_ERR_INVALID_BODY', `${param}: a key without the "org_admin" scope may only name its own workspace.`, { param });
+  }
+  if (key.organisation !== undefined && body.organisation_id !== undefined && body.organisation_id !== key.organisation) {
+    throw new GatewayError('AIGW_ERR_INVALID_BODY', 'organisation_id: a key may only name its own organisation.', { param: 'organisation_id' });
   }
   return workspace;
 }

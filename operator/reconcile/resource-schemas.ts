@@ -94,7 +94,7 @@ const apiKeyShape = ApiKeyEntrySchema.shape;
 export const GatewayApiKeySpecSchema = z.strictObject({
   workspace: apiKeyShape.workspace.describe('Workspace of the key (rate limits and logs group by it); default "default".'),
   organisation: apiKeyShape.organisation.describe('Organisation of the key.'),
-  scopes: apiKeyShape.scopes.describe('inference (the /v1 model APIs) and/or admin (policies, prompts, logs); default [inference].'),
+  scopes: apiKeyShape.scopes.describe('inference (the /v1 model APIs), admin (its own workspace\'s policies, prompts, logs and costs) and/or org_admin (every workspace\'s; includes admin); default [inference].'),
   keyHash: apiKeyShape.keyHash.describe('sha256:<64 hex digits> of the key.'),
   keySecretRef: SecretKeyRefSchema.optional().describe('The key itself, read from a Secret (hashed by the operator).'),
   defaultConfig: apiKeyShape.defaultConfig.describe('A GatewayConfig (its name) for requests that send only a model the catalog lacks.'),

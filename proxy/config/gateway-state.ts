@@ -14,7 +14,8 @@ import { buildModelCatalog, type ModelCatalog } from './model-catalog.ts';
 // current snapshot on entry and use it to the end, so a reload never changes a request
 // half-way. Everything a request needs to look up is precomputed here.
 
-export type GatewayScope = 'inference' | 'admin';
+/** `admin` manages its own workspace; `org_admin` every workspace (a key with it has `admin` too). */
+export type GatewayScope = 'inference' | 'admin' | 'org_admin';
 
 export interface GatewayApiKey {
   readonly id: string;
@@ -98,7 +99,7 @@ export function buildGatewayState(
       id: entry.id,
       workspace: entry.workspace,
       organisation: entry.organisation,
-      scopes: new Set(entry.scopes),
+      scopes: new Set<GatewayScope>(entry.scopes.includes('org_admin') ? [...entry.scopes, 'admin'] : entry.scopes),
       defaultConfig: entry.defaultConfig,
       models: entry.models === undefined ? undefined : new Set(entry.models),
       digest: Buffer.from(digestHex, 'hex'),

@@ -42,7 +42,8 @@ export const ApiKeyEntrySchema = z
     defaultConfig: z.string().min(1).optional(),
     /** The only models this key may select (catalog names, `@slug/model`, `@slug/*`); default: the workspace's, else all. */
     models: z.array(z.string().min(1)).optional(),
-    scopes: z.array(z.enum(['inference', 'admin'])).default(['inference']),
+    // admin: its own workspace's policies, logs and costs; org_admin: every workspace's (includes admin).
+    scopes: z.array(z.enum(['inference', 'admin', 'org_admin'])).default(['inference']),
   })
   .refine((entry) => (entry.key === undefined) !== (entry.keyHash === undefined), {
     message: 'exactly one of key or keyHash is required',

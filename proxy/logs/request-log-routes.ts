@@ -3,10 +3,20 @@ import { GatewayError } from '../errors.ts';
 import type { RequestRecord } from '../observability/request-record.ts';
 import type { GatewayHost } from '../start-gateway.ts';
 import { parseLogListQuery, parseSummaryQuery } from './log-query-params.ts';
-import { RequestLogCursorError, type RequestLogStore, type SummaryGroupBy, type SummaryStats } from './request-log-store.ts';
+import {
+  RequestLogCursorError,
+  type AnalyticsSummary,
+  type LogPage,
+  type RequestLogStore,
+  type SummaryGroupBy,
+  type SummaryStats,
+} from './request-log-store.ts';
 
 // GET /v1/logs, GET /v1/logs/{id}, GET /v1/analytics/summary — all need the admin scope.
 // A record names the API key by id only; keys, headers and bodies are never stored.
+// Workspaces are a tenancy boundary: an admin key reads its own workspace's records (and
+// costs); only the org_admin scope reads every workspace. Another workspace's record
+// answers 404, and a `workspace=` filter naming another workspace finds nothing.
 //
 //   startGateway({ …, plugins: [requestLogRoutes(store)] });
 
@@ -32,8 +42,13 @@ export function requestLogRoutes(store: RequestLogStore, options: RequestLogRout
 
     app.get('/v1/logs', ADMIN, async (request) => {
       const { filter: asked, after, limit } = parseLogListQuery(request.query);
-      const filter = withinCallerWorkspace(request, asked);
-      const page = await fromStore(() => store.query(filter, after, limit));
+      const workspace = workspaceLimit(request);
+      const filter = withinWorkspace(asked, workspace);
+      // A cursor from another workspace is refused like one that does not exist.
+      if (after !== undefined && workspace !== undefined && (await fromStore(() => store.get(after)))?.workspace !== workspace) {
+        throw new GatewayError('AIGW_ERR_INVALID_BODY', new RequestLogCursorError(after).message, { param: 'after' });
+      }
+      const page = filter === undefined ? NO_RECORDS : await fromStore(() => store.query(filter, after, limit));
       const data = page.records.map(toLogEntry);
       return {
         object: 'list',
@@ -54,12 +69,12 @@ export function requestLogRoutes(store: RequestLogStore, options: RequestLogRout
 
     app.get('/v1/analytics/summary', ADMIN, async (request) => {
       const { filter: asked, groupBy } = parseSummaryQuery(request.query, now());
-      const filter = withinCallerWorkspace(request, asked);
-      const summary = await fromStore(() => store.summary(filter, groupBy));
+      const filter = withinWorkspace(asked, workspaceLimit(request));
+      const summary = filter === undefined ? NO_SUMMARY : await fromStore(() => store.summary(filter, groupBy));
       return {
         object: 'analytics.summary',
-        from: new Date(filter.from).toISOString(),
-        to: new Date(filter.to).toISOString(),
+        from: new Date(asked.from).toISOString(),
+        to: new Date(asked.to).toISOString(),
         group_by: groupByName(groupBy),
         total: statsJson(summary.total),
         data: summary.groups.map((group) => ({ group: group.key, ...statsJson(group) })),
@@ -69,21 +84,38 @@ export function requestLogRoutes(store: RequestLogStore, options: RequestLogRout
   };
 }
 
-/**
- * The workspace a caller's log reads are confined to; undefined for the admin scope. The
- * routes need admin today: this keeps a key of one workspace out of another's records
- * should a route ever be opened to inference keys.
- */
+/** The workspace a caller's log reads are confined to; undefined for the org_admin scope. */
 function workspaceLimit(request: FastifyRequest): string | undefined {
   const key = request.gateway.apiKey;
-  if (key?.scopes.has('admin') === true) return undefined;
-  return key?.workspace ?? '\u0000no-workspace';
+  if (key?.scopes.has('org_admin') === true) return undefined;
+  // The routes need a key; without one, '' matches no record (a workspace is never empty).
+  return key?.workspace ?? '';
 }
 
-function withinCallerWorkspace<F extends { readonly workspace?: string }>(request: FastifyRequest, filter: F): F {
-  const workspace = workspaceLimit(request);
-  return workspace === undefined ? filter : { ...filter, workspace };
+/** The filter confined to `workspace`; undefined when it names another workspace (it matches nothing). */
+function withinWorkspace<F extends { readonly workspace?: string }>(filter: F, workspace: string | undefined): F | undefined {
+  if (workspace === undefined) return filter;
+  if (filter.workspace !== undefined && filter.workspace !== workspace) return undefined;
+  return { ...filter, workspace };
 }
+
+const NO_RECORDS: LogPage = { records: [], hasMore: false, nextCursor: undefined };
+
+const NO_STATS: SummaryStats = {
+  requests: 0,
+  errors: 0,
+  promptTokens: 0,
+  completionTokens: 0,
+  totalTokens: 0,
+  costUsd: 0,
+  unpricedRequests: 0,
+  latencyP50Ms: null,
+  latencyP95Ms: null,
+  cacheHits: 0,
+  cacheLookups: 0,
+};
+
+const NO_SUMMARY: AnalyticsSummary = { total: NO_STATS, groups: [], hasMoreGroups: false };
 
 /** The API shape of one record (snake_case, nulls for unknowns). */
 export function toLogEntry(record: RequestRecord) {
@@ -103,6 +135,7 @@ export function toLogEntry(record: RequestRecord) {
     target_path: record.targetPath ?? null,
     provider: record.provider ?? null,
     model: record.model ?? null,
+    model_requested: record.modelRequested ?? null,
     metadata: record.metadata ?? {},
     usage: {
       prompt_tokens: record.promptTokens ?? null,
@@ -118,6 +151,15 @@ export function toLogEntry(record: RequestRecord) {
     retries: record.retries,
     guardrail_verdict: record.guardrailVerdict ?? null,
     error_code: record.errorCode ?? null,
+    attempts: (record.attempts ?? []).map((attempt) => ({
+      target: attempt.target,
+      provider: attempt.provider ?? null,
+      model: attempt.model ?? null,
+      status: attempt.status,
+      duration_ms: attempt.durationMs,
+      error_code: attempt.errorCode ?? null,
+      ...(attempt.skipped === undefined ? {} : { skipped: attempt.skipped }),
+    })),
   };
 }
 

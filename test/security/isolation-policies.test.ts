@@ -1,8 +1,9 @@
 // Finding 7 and the accounting point on policy conditions: a rate-limit policy is visible
-// by id only within its workspace (unless the key is an admin), and a policy applies where
-// its conditions say: an admin may file one for any workspace (named by workspace_id or a
-// workspace_id condition), a key without admin naming another workspace gets a 400 naming
-// the field, and conditions that can never match are refused.
+// by id only within its workspace (unless the key has the org_admin scope), and a policy
+// applies where its conditions say: an org_admin key may file one for any workspace (named
+// by workspace_id or a workspace_id condition), any other key naming another workspace gets
+// a 400 naming the field, and conditions that can never match are refused. (The admin
+// scope alone is admin of its own workspace: test/security/tenancy-admin-scope.test.ts.)
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
@@ -11,6 +12,7 @@ import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../help
 const TEAM_A_INFERENCE = 'gw-team-a-inference-0123456789abcdef';
 const TEAM_B_ADMIN = 'gw-team-b-admin-key-0123456789abcdef';
 const OTHER_WS_INFERENCE = 'gw-other-ws-inference-0123456789abcd';
+const ORG_ADMIN = 'gw-org-admin-key-0123456789abcdefgh';
 const POLICY = { group_by: [{ key: 'api_key' }], type: 'requests', unit: 'rpm', value: 1 };
 
 let mock: MockOpenAI;
@@ -23,6 +25,7 @@ before(async () => {
     { id: 'team-a-inference', key: TEAM_A_INFERENCE, workspace: 'team-a', scopes: ['inference'] },
     { id: 'team-b-admin', key: TEAM_B_ADMIN, workspace: 'team-b', scopes: ['inference', 'admin'] },
     { id: 'other-ws-inference', key: OTHER_WS_INFERENCE, workspace: 'other-ws', scopes: ['inference'] },
+    { id: 'org-admin', key: ORG_ADMIN, workspace: 'default', scopes: ['org_admin'] },
   );
   harness = await startHarness({ state });
 });
@@ -53,17 +56,18 @@ describe('GET /v1/policies/rate-limits/{id} is confined to the workspace', () =>
     assert.equal(missing.status, 404);
     assert.equal((foreign.json['error'] as { code: string }).code, (missing.json['error'] as { code: string }).code);
     assert.ok(!JSON.stringify(foreign.json).includes('team-b'));
-    // Its own workspace and the admin scope still see it.
+    // Its own workspace and the org_admin scope still see it; another workspace's admin does not.
     assert.equal((await call('GET', `/policies/rate-limits/${id}`, TEAM_B_ADMIN)).status, 200);
-    assert.equal((await call('GET', `/policies/rate-limits/${id}`, TEST_GATEWAY_KEY)).status, 200);
+    assert.equal((await call('GET', `/policies/rate-limits/${id}`, ORG_ADMIN)).status, 200);
+    assert.equal((await call('GET', `/policies/rate-limits/${id}`, TEST_GATEWAY_KEY)).status, 404);
   });
 });
 
 describe('policies apply where their conditions say', () => {
-  test('an admin naming another workspace only in conditions files the policy there, and it is enforced there', async () => {
-    const created = await call('POST', '/policies/rate-limits', TEST_GATEWAY_KEY, { ...POLICY, name: 'other-ws one rpm', conditions: [{ key: 'workspace_id', value: 'other-ws' }] });
+  test('an org_admin naming another workspace only in conditions files the policy there, and it is enforced there', async () => {
+    const created = await call('POST', '/policies/rate-limits', ORG_ADMIN, { ...POLICY, name: 'other-ws one rpm', conditions: [{ key: 'workspace_id', value: 'other-ws' }] });
     assert.equal(created.status, 200);
-    const fetched = await call('GET', `/policies/rate-limits/${String(created.json['id'])}`, TEST_GATEWAY_KEY);
+    const fetched = await call('GET', `/policies/rate-limits/${String(created.json['id'])}`, ORG_ADMIN);
     assert.equal(fetched.json['workspace_id'], 'other-ws');
     const chat = async (key: string): Promise<number> => {
       const response = await fetch(`${harness.gateway.url}/chat/completions`, {

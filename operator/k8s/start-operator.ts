@@ -137,6 +137,11 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
             queue.add(KEY);
           },
         });
+  // Served with a missing provider: the proxies skip those targets, which Programmed says too.
+  const skippedTargetsNote = (status: RenderedStatus): string =>
+    status.conditions.some((condition) => condition.type === 'ResolvedRefs' && condition.reason === 'ProviderNotFound')
+      ? ' Targets naming a missing provider are skipped until it exists (see ResolvedRefs).'
+      : '';
   const withProgrammed = (statuses: readonly RenderedStatus[]): readonly RenderedStatus[] => {
     if (tracker === undefined) return statuses;
     const live = new Set<string>();
@@ -151,7 +156,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       const condition = !status.rendered
         ? { type: 'Programmed' as const, status: 'False' as const, reason: 'NotRendered', message: 'Not part of the rendered state (see Ready).' }
         : programmed.get(status.name) === status.generation
-          ? { type: 'Programmed' as const, status: 'True' as const, reason: 'Programmed', message: 'Every ready proxy replica serves this generation.' }
+          ? { type: 'Programmed' as const, status: 'True' as const, reason: 'Programmed', message: `Every ready proxy replica serves this generation.${skippedTargetsNote(status)}` }
           : { type: 'Programmed' as const, status: 'False' as const, reason: 'Pending', message: 'Waiting for every ready proxy replica to serve this generation.' };
       return { ...status, conditions: [...status.conditions, condition] };
     });

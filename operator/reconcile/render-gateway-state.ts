@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
+import { compileSaved } from '../../proxy/config/gateway-state.ts';
 import { parseRoutingConfig } from '../../proxy/config/routing-config-validation.ts';
+import { formatProblem, planTargetProblems, providerEntryProblems, type StateProblem } from '../../proxy/config/state-validation.ts';
+import { GuardrailEntrySchema, type GuardrailEntry } from '../../proxy/guardrails/guardrail-schema.ts';
+import { compileEgressPolicy } from '../../proxy/upstream/egress-policy.ts';
 import type { ApiKeyEntrySchema, CatalogModelEntrySchema, ProviderEntrySchema } from '../../proxy/config/state-schema.ts';
 import type { PromptEntrySchema } from '../../proxy/prompts/prompt-schema.ts';
 import type { RateLimitPolicySchema } from '../../proxy/ratelimit/policy-schema.ts';
@@ -32,6 +36,8 @@ export interface RenderedStateDocument {
   configs: Array<{ id: string; config: unknown }>;
   prompts: Array<z.input<typeof PromptEntrySchema>>;
   guardrails: Array<{ id: string; [key: string]: unknown }>;
+  /** Providers configs name that are missing or not ready: those targets are skipped, the rest serve. */
+  unavailableProviders?: string[];
   rateLimitPolicies: Array<z.input<typeof RateLimitPolicySchema>>;
   models?: Array<z.input<typeof CatalogModelEntrySchema>>;
   egress: { allow: string[]; clientAllow: string[] };
@@ -79,6 +85,8 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
 
   // Providers first: configs are checked against what was rendered.
   const virtualKeys = new Map<string, string>();
+  // The checks the proxy runs on load (proxy/config/state-validation.ts), as conditions.
+  const egress = compileEgressPolicy(state.egress.allow);
   for (const resource of byPrecedence(input.resources.Provider)) {
     const name = resource.metadata.name;
     const parsed = ProviderSpecSchema.safeParse(resource.spec);
@@ -90,6 +98,8 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
     const virtualKey = parsed.success ? parsed.data.virtualKey : undefined;
     const owner = virtualKey === undefined ? undefined : virtualKeys.get(virtualKey);
     if (accepted.ok && owner !== undefined) accepted = fail('DuplicateVirtualKey', `virtualKey "${virtualKey}" is already used by Provider "${owner}".`);
+    const unusable = accepted.ok && parsed.success ? providerEntryProblems(parsed.data, 'spec', egress) : [];
+    if (unusable.length > 0) accepted = fail('InvalidProvider', unusable.map(formatProblem).join('; '));
     const ref = parsed.success ? parsed.data.apiKeySecretRef : undefined;
     const secret = ref === undefined ? undefined : readCredential(secrets, ref, 'provider', protectedSecrets);
     const resolved: Verdict = secret === undefined || secret.ok ? OK : secret;
@@ -161,32 +171,58 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
   const renderedProviders = new Set(state.providers.map((provider) => provider.slug));
   const renderedPrompts = new Set(state.prompts.map((prompt) => prompt.id));
   const renderedGuardrails = new Set(state.guardrails.map((guardrail) => guardrail.id));
+  const guardrailEntries = new Map<string, GuardrailEntry>();
+  for (const guardrail of state.guardrails) {
+    const entry = GuardrailEntrySchema.safeParse(guardrail);
+    if (entry.success) guardrailEntries.set(entry.data.id, entry.data);
+  }
+  const providerReferences = { slugs: renderedProviders, virtualKeys: new Set(virtualKeys.keys()), unavailable: new Set<string>() };
+  const unavailableProviders = new Set<string>();
   for (const resource of byPrecedence(input.resources.GatewayConfig)) {
     const references = configReferences(resource.spec);
+    const missingGuardrails = references.guardrailIds.filter((id) => !renderedGuardrails.has(id));
     let accepted: Verdict = OK;
+    // With a path and a did-you-mean hint once the config compiles.
+    let unresolved: StateProblem[] | undefined;
     if (references.inlineCredentials.length > 0) {
       accepted = fail('InlineCredentials', `${references.inlineCredentials.join(', ')} must not be inline: use a Provider with apiKeySecretRef and "@<provider>".`);
     } else {
       const parsed = parseRoutingConfig(resource.spec);
-      if (!parsed.success) accepted = fail('InvalidConfig', parsed.issues.join('; '));
+      const compiled = parsed.success ? compileSaved(parsed.config, guardrailEntries) : parsed.issues;
+      if (Array.isArray(compiled)) {
+        // A missing Guardrail is reported under ResolvedRefs; the config is left out meanwhile.
+        if (!parsed.success || missingGuardrails.length === 0) accepted = fail('InvalidConfig', compiled.join('; '));
+      } else {
+        const problems = planTargetProblems(compiled, 'spec', providerReferences, egress);
+        const invalid = problems.filter((problem) => problem.kind === 'invalid');
+        if (invalid.length > 0) accepted = fail('InvalidConfig', invalid.map(formatProblem).join('; '));
+        unresolved = problems.filter((problem) => problem.kind === 'unresolved');
+      }
     }
+    const missingSlugs = references.providerSlugs.filter((slug) => !renderedProviders.has(slug));
+    const missingKeys = references.virtualKeys.filter((key) => !virtualKeys.has(key) && !renderedProviders.has(key));
+    const missingProviders: string[] =
+      unresolved?.map(formatProblem) ?? [...missingSlugs.map((slug) => `provider "@${slug}"`), ...missingKeys.map((key) => `virtual key "${key}"`)];
     const missing: Array<[string, string]> = [
-      ...references.providerSlugs.filter((slug) => !renderedProviders.has(slug)).map((slug): [string, string] => ['ProviderNotFound', `provider "@${slug}"`]),
-      ...references.virtualKeys
-        .filter((key) => !virtualKeys.has(key) && !renderedProviders.has(key))
-        .map((key): [string, string] => ['ProviderNotFound', `virtual key "${key}"`]),
+      ...missingProviders.map((what): [string, string] => ['ProviderNotFound', what]),
       ...references.promptIds.filter((id) => !renderedPrompts.has(id)).map((id): [string, string] => ['PromptNotFound', `prompt "${id}"`]),
-      ...references.guardrailIds.filter((id) => !renderedGuardrails.has(id)).map((id): [string, string] => ['GuardrailNotFound', `guardrail "${id}"`]),
+      ...missingGuardrails.map((id): [string, string] => ['GuardrailNotFound', `guardrail "${id}"`]),
     ];
+    const rendered = accepted.ok && missingGuardrails.length === 0;
     const firstMissing = missing[0];
+    const consequence = rendered
+      ? 'The config is served; its targets naming a missing provider are skipped (a fallback moves on to the next) until it exists.'
+      : 'The config is left out until they exist.';
     const resolved: Verdict =
-      firstMissing === undefined
-        ? OK
-        : fail(firstMissing[0], `Not found or not ready: ${missing.map(([, what]) => what).join(', ')}. The config is served; targets using them fail until they exist.`);
-    // Served even with unresolved references: the other targets (e.g. a fallback) keep working.
-    if (accepted.ok) state.configs.push({ id: resource.metadata.name, config: resource.spec });
-    report('GatewayConfig', resource, accepted, resolved, accepted.ok);
+      firstMissing === undefined ? OK : fail(firstMissing[0], `Not found or not ready: ${missing.map(([, what]) => what).join(', ')}. ${consequence}`);
+    // Served even with unresolved providers: the other targets (e.g. a fallback) keep working.
+    if (rendered) {
+      state.configs.push({ id: resource.metadata.name, config: resource.spec });
+      for (const name of [...missingSlugs, ...missingKeys]) unavailableProviders.add(name);
+    }
+    report('GatewayConfig', resource, accepted, resolved, rendered);
   }
+  if (unavailableProviders.size > 0) state.unavailableProviders = [...unavailableProviders].sort(compareStrings);
 
   renderModels(input.resources.Model, state, statuses);
   // A key's default config must exist; the key serves without it until it does.

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import { compileRoutingPlan, type PlanNode } from '../routing/routing-plan.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
-import { parseRoutingConfig, formatConfigIssues } from './routing-config-validation.ts';
+import { parseRoutingConfig } from './routing-config-validation.ts';
 import { compileGuardrails } from '../guardrails/compile-guardrails.ts';
 import type { GuardrailEntry } from '../guardrails/guardrail-schema.ts';
 import type { PromptEntry } from '../prompts/prompt-schema.ts';
 import { compileEgressPolicy, type EgressPolicy } from '../upstream/egress-policy.ts';
 import type { CredentialsDocument, GatewayStateDocument, ProviderEntry } from './state-schema.ts';
 import { PlanCompileError, GuardrailConfigError } from '../errors.ts';
+import { formatProblem, planTargetProblems, providerEntryProblems, type ProviderReferences } from './state-validation.ts';
 import { buildModelCatalog, type ModelCatalog } from './model-catalog.ts';
 
 // The immutable runtime snapshot built from one state document. Requests capture the
@@ -46,7 +47,7 @@ export interface GatewayState {
   readonly providersBySlug: ReadonlyMap<string, SavedProvider>;
   readonly providersByVirtualKey: ReadonlyMap<string, SavedProvider>;
   readonly configs: ReadonlyMap<string, SavedConfig>;
-  /** Saved configs that failed validation: id → issues. They answer 400; the rest serve. */
+  /** Saved configs that failed validation: id → issues. A loaded state has none (they fail the load); kept for the 400 wording. */
   readonly invalidConfigs: ReadonlyMap<string, readonly string[]>;
   readonly prompts: ReadonlyMap<string, PromptEntry>;
   /** Saved guardrails, referenced by string id in input_guardrails / output_guardrails. */
@@ -64,7 +65,7 @@ export interface BuildResult {
   state: GatewayState | undefined;
   /** Problems that reject the whole document. */
   errors: string[];
-  /** Problems confined to one entry (an invalid saved config); the snapshot still serves. */
+  /** Problems that do not stop the snapshot from serving. */
   warnings: string[];
 }
 
@@ -138,11 +139,14 @@ export function buildGatewayState(
     if (parsed.success && !Array.isArray(compiled)) {
       configs.set(entry.id, { id: entry.id, config: parsed.config, plan: compiled });
     } else {
+      // A bad value in one saved config fails the load: a reload keeps the last good state
+      // instead of serving a config that answers 400 to everyone.
       const issues = Array.isArray(compiled) ? compiled : [];
       invalidConfigs.set(entry.id, issues);
-      warnings.push(`configs[${index}] "${entry.id}" is invalid and will answer 400: ${formatConfigIssues(issues)}`);
+      errors.push(...issues.map((issue) => savedConfigIssue(entry.id, issue)));
     }
   });
+  errors.push(...referenceProblems(document, configs, providersBySlug, providersByVirtualKey));
 
   const prompts = new Map<string, PromptEntry>();
   document.prompts.forEach((prompt, index) => {
@@ -174,8 +178,31 @@ export function buildGatewayState(
   return { state: Object.freeze(state), errors, warnings };
 }
 
-/** The compiled plan, or the issues only compilation finds (conditions, guardrail checks). */
-function compileSaved(config: RoutingConfig, guardrails: ReadonlyMap<string, GuardrailEntry>): PlanNode | string[] {
+/** `configs.prod.retry.attempts: must be at most 5` from a routing-config issue (`retry.attempts: …`, `config: …`). */
+export function savedConfigIssue(id: string, issue: string): string {
+  return issue.startsWith('config: ') ? `configs.${id}: ${issue.slice('config: '.length)}` : `configs.${id}.${issue}`;
+}
+
+/** What would fail on every request: targets naming no saved provider, unknown providers, hosts egress denies. */
+function referenceProblems(
+  document: GatewayStateDocument,
+  configs: ReadonlyMap<string, SavedConfig>,
+  providersBySlug: ReadonlyMap<string, SavedProvider>,
+  providersByVirtualKey: ReadonlyMap<string, SavedProvider>,
+): string[] {
+  const egress = compileEgressPolicy(document.egress.allow);
+  const references: ProviderReferences = {
+    slugs: new Set(providersBySlug.keys()),
+    virtualKeys: new Set(providersByVirtualKey.keys()),
+    unavailable: new Set(document.unavailableProviders),
+  };
+  const problems = [...providersBySlug.values()].flatMap((provider) => providerEntryProblems(provider, `providers.${provider.slug}`, egress));
+  for (const saved of configs.values()) problems.push(...planTargetProblems(saved.plan, `configs.${saved.id}`, references, egress));
+  return problems.map(formatProblem);
+}
+
+/** The compiled plan, or the issues only compilation finds (conditions, guardrail checks); the operator checks GatewayConfigs with it too. */
+export function compileSaved(config: RoutingConfig, guardrails: ReadonlyMap<string, GuardrailEntry>): PlanNode | string[] {
   let plan: PlanNode;
   try {
     plan = compileRoutingPlan(config, 'operator');

@@ -1,6 +1,8 @@
 // parseRoutingConfig(): the one entry point that turns untrusted input (an
 // inline x-gateway-config header or a saved config from the state file) into a
 // RoutingConfig, or into a list of readable issues for a 400 / a load warning.
+import { z } from 'zod';
+import { didYouMean } from './did-you-mean.ts';
 import { RoutingConfigSchema } from './routing-config-schema.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
 import { collectRoutingRuleIssues, isPlainObject } from './routing-config-rules.ts';
@@ -34,7 +36,7 @@ export function parseRoutingConfig(raw: unknown): RoutingConfigParseResult {
     const issues: ConfigIssue[] = parsed.success ? [] : parsed.error.issues.flatMap((issue) => fromZodIssue(issue, []));
     issues.push(...collectRoutingRuleIssues(input), ...vendorKeyConflicts(input));
     if (parsed.success && issues.length === 0) return { success: true, config: parsed.data };
-    return { success: false, issues: unique(issues.map(formatConfigIssue)) };
+    return { success: false, issues: unique(issues.map(withKeyHint).map(formatConfigIssue)) };
   } catch (error) {
     // Only exotic inputs get here (throwing getters, proxies); JSON never does.
     const reason = error instanceof Error ? error.message : String(error);
@@ -66,6 +68,27 @@ function findTooDeepTargets(input: unknown): ConfigIssue | undefined {
     targets.forEach((node: unknown, index) => pending.push({ node, path: [...targetsPath, index], depth: item.depth + 1 }));
   }
   return undefined;
+}
+
+/** `retyr: unknown key` → `retyr: unknown key (did you mean "retry"?)`, from the keys the schema allows there. */
+function withKeyHint(issue: ConfigIssue): ConfigIssue {
+  const key = issue.path.at(-1);
+  if (issue.message !== 'unknown key' || typeof key !== 'string') return issue;
+  const known = keysAt(issue.path.slice(0, -1));
+  return known === undefined ? issue : { ...issue, message: `${issue.message}${didYouMean(key, known)}` };
+}
+
+/** The keys of the object schema at `path` inside a routing config; undefined past a union or a record. */
+function keysAt(path: ReadonlyArray<string | number>): string[] | undefined {
+  let schema: z.core.$ZodType | undefined = RoutingConfigSchema;
+  for (const segment of path) {
+    while (schema instanceof z.ZodOptional) schema = schema.unwrap();
+    if (typeof segment === 'number') schema = schema instanceof z.ZodArray ? schema.element : undefined;
+    else schema = schema instanceof z.ZodObject ? (schema.shape as Record<string, z.core.$ZodType>)[segment] : undefined;
+    if (schema === undefined) return undefined;
+  }
+  while (schema instanceof z.ZodOptional) schema = schema.unwrap();
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : undefined;
 }
 
 /** `targets[1].retry.attempts: Required`; the root is `config`. */

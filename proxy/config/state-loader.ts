@@ -3,7 +3,7 @@ import { load as loadYaml } from 'js-yaml';
 import type { z } from 'zod';
 import { substituteEnv } from './env-substitution.ts';
 import { parseRoutingConfig } from './routing-config-validation.ts';
-import { buildGatewayState, sha256Hex, type GatewayState } from './gateway-state.ts';
+import { buildGatewayState, savedConfigIssue, sha256Hex, type GatewayState } from './gateway-state.ts';
 import { neverMatchProblem } from '../ratelimit/policy-matching.ts';
 import { CredentialsSchema, GatewayStateSchema, type GatewayStateDocument } from './state-schema.ts';
 
@@ -125,8 +125,9 @@ function savedConfigIssues(raw: unknown): string[] {
   configs.forEach((entry: unknown, index) => {
     const config = (entry as { config?: unknown } | null)?.config;
     if (config === undefined) return;
+    const id = (entry as { id?: unknown }).id;
     const parsed = parseRoutingConfig(config);
-    if (!parsed.success) issues.push(...parsed.issues.map((issue) => `state: configs[${index}].config.${issue}`));
+    if (!parsed.success) issues.push(...parsed.issues.map((issue) => `state: ${savedConfigIssue(typeof id === 'string' && id !== '' ? id : `[${index}]`, issue)}`));
   });
   return issues;
 }

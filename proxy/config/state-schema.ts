@@ -118,6 +118,10 @@ export const WorkspaceEntrySchema = z.strictObject({
 // (x-gateway-custom-host, an inline custom_host, an Azure resource from the request). Each
 // starts from public addresses only; neither inherits the other.
 export const EgressSchema = z.strictObject({
+  // Saved-provider names (slugs or virtual keys) that configs may name although no provider
+  // answers to them: the operator lists those whose Provider resource is missing or not
+  // ready, so the config still serves its other targets. Anywhere else such a name is an error.
+  unavailableProviders: z.array(z.string().min(1)).default([]),
   allow: z.array(z.string().min(1)).default([]),
   clientAllow: z.array(z.string().min(1)).default([]),
 });

@@ -75,13 +75,12 @@ describe('state loading', () => {
     assert.equal(sameKey.ok, false);
   });
 
-  test('an invalid saved config is a warning; the rest of the state serves', () => {
+  test('an invalid saved config fails the load, named by its id and path', () => {
     const text = 'configs:\n  - { id: good, config: { provider: openai, api_key: sk-1 } }\n  - { id: bad, config: { retry: { attempts: 99 } } }\n';
     const loaded = loadStateFromTexts({ state: text }, {});
-    assert.ok(loaded.ok);
-    assert.ok(loaded.state.configs.has('good'));
-    assert.ok(loaded.state.invalidConfigs.has('bad'));
-    assert.match(loaded.warnings.join('\n'), /"bad".*retry\.attempts/);
+    assert.equal(loaded.ok, false);
+    if (loaded.ok) return;
+    assert.match(loaded.errors.join('\n'), /^configs\.bad\.retry\.attempts: must be at most 5$/m);
   });
 
   test('credentials from a separate document are merged by slug and id', () => {
@@ -102,7 +101,7 @@ describe('state loading', () => {
 });
 
 describe('saved configs with guardrails', () => {
-  test('bad guardrail parameters make the saved config invalid at load, with the path', () => {
+  test('bad guardrail parameters fail the load, with the path', () => {
     const text = [
       'guardrails:',
       '  - { id: g, checks: [ { id: default.wordCount, parameters: { minWords: 1 } } ] }',
@@ -112,9 +111,11 @@ describe('saved configs with guardrails', () => {
       '  - { id: missing, config: { provider: openai, api_key: sk-1, output_guardrails: [nope] } }',
     ].join('\n');
     const loaded = loadStateFromTexts({ state: text }, {});
-    assert.ok(loaded.ok);
-    assert.ok(loaded.state.configs.has('good'));
-    assert.match(loaded.state.invalidConfigs.get('bad')?.join('\n') ?? '', /input_guardrails\[0\]/);
-    assert.ok(loaded.state.invalidConfigs.has('missing'));
+    assert.equal(loaded.ok, false);
+    if (loaded.ok) return;
+    const joined = loaded.errors.join('\n');
+    assert.match(joined, /^configs\.bad\.input_guardrails\[0\]/m);
+    assert.match(joined, /^configs\.missing\.output_guardrails\[0\]/m);
+    assert.doesNotMatch(joined, /configs\.good/);
   });
 });

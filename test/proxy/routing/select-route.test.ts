@@ -10,6 +10,7 @@ const STATE_TEXT = `
 providers:
   - { slug: prod, provider: openai, virtualKey: vk-prod, apiKey: sk-prod, organization: org-1 }
   - { slug: local, provider: ollama, customHost: "http://127.0.0.1:11434/v1/" }
+egress: { allow: ["127.0.0.1"] }
 configs:
   - { id: saved, config: { provider: "@prod" } }
 `;

@@ -34,6 +34,12 @@ export interface InformerOptions<T extends KubeObject> {
   readonly onChange: () => void;
   readonly onRelist?: (reason: string) => void;
   readonly random?: () => number;
+  /**
+   * A collection that may not exist yet (the CRD of a kind added in a later release, before
+   * its CRD is applied): a 404 counts as an empty, synced list, retried with backoff, so the
+   * other kinds still render.
+   */
+  readonly absentIsEmpty?: boolean;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -99,6 +105,7 @@ export class Informer<T extends KubeObject> {
         }
         failures += 1;
         this.#lastError = (error as Error).message;
+        if (this.#options.absentIsEmpty === true && isKubeApiError(error, 404)) this.#markAbsent();
         const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(failures, 7)) * (0.5 + this.#random() / 2);
         this.#options.logger.warn({ informer: this.#options.name, err: { message: this.#lastError }, retry_ms: Math.round(delay) }, 'informer failed; restarting');
         this.#options.onRelist?.('error');
@@ -107,6 +114,13 @@ export class Informer<T extends KubeObject> {
         clearTimeout(this.#relistTimer);
       }
     }
+  }
+
+  #markAbsent(): void {
+    const changed = !this.#synced || this.#cache.size > 0;
+    this.#cache.clear();
+    this.#synced = true;
+    if (changed) this.#options.onChange();
   }
 
   #random(): number {

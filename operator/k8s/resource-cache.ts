@@ -42,6 +42,8 @@ export class ResourceCache {
         path: `/apis/${GROUP_VERSION}/namespaces/${options.namespace}/${plural}`,
         transform: (object) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: slimMetadata(object.metadata), spec: object.spec, status: object.status }),
         onRelist: (reason) => options.onRelist?.(plural, reason),
+        // Kinds newer than the first release: an operator upgraded before its CRDs still renders the rest.
+        absentIsEmpty: kind === 'Model',
       });
     }
     this.#kinds = kinds;

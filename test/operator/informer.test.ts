@@ -113,4 +113,30 @@ describe('Informer', () => {
     assert.deepEqual(requests.slice(0, 2), ['LIST rv=', 'LIST rv=']);
     assert.deepEqual(informer.list().map((item) => item.metadata.name), ['x']);
   });
+
+  test('a collection whose CRD is not installed yet (404) is empty and synced when absentIsEmpty, and fills once it exists', async () => {
+    requests.length = 0;
+    listStatus = 404;
+    listItems = [{ metadata: { name: 'm', resourceVersion: '40' } }];
+    listVersion = '40';
+    let changes = 0;
+    const informer = new Informer<Item>({
+      client,
+      path: '/apis/aigateway.dev/v1alpha1/namespaces/n/models',
+      name: 'models',
+      logger: pino({ level: 'silent' }),
+      onChange: () => void changes++,
+      random: () => 0,
+      absentIsEmpty: true,
+    });
+    informer.start();
+    try {
+      await eventually(() => informer.synced, 'synced on the 404');
+      await eventually(() => informer.list().length === 1 || undefined, 'the list once the collection exists');
+    } finally {
+      await informer.stop();
+    }
+    assert.ok(changes >= 2);
+    assert.deepEqual(requests.slice(0, 2), ['LIST rv=', 'LIST rv=']);
+  });
 });

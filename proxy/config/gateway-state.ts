@@ -158,6 +158,23 @@ export function buildGatewayState(
     if (policyIds.has(policy.id)) errors.push(`rateLimitPolicies[${index}].id: duplicate id "${policy.id}"`);
     policyIds.add(policy.id);
   });
+  // Attached guardrails must name saved ones. A wrong name is reported here and fails closed
+  // (400) for the requests it would cover (endpoints/guardrail-flow.ts), like an invalid config.
+  const unknownGuardrails = (where: string, names: readonly string[] | undefined): void =>
+    names?.forEach((name, index) => {
+      if (!guardrails.has(name)) warnings.push(`${where}[${index}]: unknown guardrail "${name}"; the requests it covers will answer 400`);
+    });
+  document.providers.forEach((entry, index) => {
+    unknownGuardrails(`providers[${index}].input_guardrails`, entry.input_guardrails);
+    unknownGuardrails(`providers[${index}].output_guardrails`, entry.output_guardrails);
+  });
+  const guardrailPolicyIds = new Set<string>();
+  (document.guardrailPolicies ?? []).forEach((policy, index) => {
+    if (guardrailPolicyIds.has(policy.id)) errors.push(`guardrailPolicies[${index}].id: duplicate id "${policy.id}"`);
+    guardrailPolicyIds.add(policy.id);
+    unknownGuardrails(`guardrailPolicies[${index}].input_guardrails`, policy.input_guardrails);
+    unknownGuardrails(`guardrailPolicies[${index}].output_guardrails`, policy.output_guardrails);
+  });
 
   const catalog = buildModelCatalog(document, configs, providersBySlug, errors);
   if (errors.length > 0) return { state: undefined, errors, warnings };

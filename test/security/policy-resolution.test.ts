@@ -205,6 +205,25 @@ describe('guardrails attached to a provider hold on its forwarded routes', () =>
   });
 });
 
+describe('an attachment naming an unknown guardrail fails closed', () => {
+  test('requests that would meet it answer 400 (never pass unchecked); the load reports it; others serve', async () => {
+    const harness = await startHarness({ state: stateWith({}, { input_guardrails: ['no-such-guardrail'] }) });
+    try {
+      mock.reset();
+      const refused = await post(harness, '/chat/completions', CHAT, { 'x-gateway-virtual-key': 'vk-mock' });
+      assert.equal(refused.status, 400);
+      assert.equal((refused.json['error'] as { code?: string }).code, 'AIGW_ERR_INVALID_CONFIG');
+      assert.match(String((refused.json['error'] as { message?: string }).message), /no-such-guardrail/);
+      assert.equal(mock.requests.length, 0);
+      const warning = harness.logs.find((line) => line['msg'] === 'state warning');
+      assert.match(String(warning?.['warning']), /providers\[0\]\.input_guardrails\[0\]: unknown guardrail "no-such-guardrail"/);
+      assert.equal((await post(harness, '/images/generations', { model: 'dall-e-3', prompt: 'a cat' }, { 'x-gateway-virtual-key': 'vk-fwd' })).status, 200);
+    } finally {
+      await harness.close();
+    }
+  });
+});
+
 /**
  * 30 parallel chat requests against a 50-token policy; returns the statuses. The provider
  * holds every answer until all 30 were admitted or refused, so none settles mid-burst.

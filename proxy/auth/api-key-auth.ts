@@ -54,7 +54,9 @@ export function dropGatewayKeyHeaders(headers: IncomingHttpHeaders, presented: P
   if (presented.header === API_KEY_HEADER) {
     // The spec's scheme: Authorization is the provider key, unless it repeats the gateway key.
     if (presented.value === undefined) return;
-    if (bearerToken(headers['authorization']) === presented.value) delete headers['authorization'];
+    // endsWith first: most requests carry a provider key here, and skip the pattern.
+    const authorization = headers['authorization'];
+    if (typeof authorization === 'string' && authorization.endsWith(presented.value) && bearerToken(authorization) === presented.value) delete headers['authorization'];
     if (headerString(headers['x-api-key']) === presented.value) delete headers['x-api-key'];
     return;
   }

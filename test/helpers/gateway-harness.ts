@@ -48,6 +48,7 @@ export interface HarnessOptions {
   requestSink?: RequestRecordSink;
   metricsPort?: number;
   maxInFlight?: number;
+  maxInFlightPerKey?: number;
   cacheStore?: ResponseCacheStore;
 }
 
@@ -85,6 +86,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     requestSink: options.requestSink,
     metricsPort: options.metricsPort,
     maxInFlight: options.maxInFlight,
+    maxInFlightPerKey: options.maxInFlightPerKey,
     cacheStore: options.cacheStore,
   });
   let counter = 0;

@@ -134,7 +134,8 @@ before(async () => {
       { id: 'leaver-tokens', type: 'tokens', unit: 'rpm', value: 5, conditions: [{ key: 'metadata.acct', value: 'token-leaver' }], group_by: [{ key: 'metadata.acct' }] },
     ],
   });
-  harness = await startHarness({ state, requestSink: writer.sink, plugins: [requestLogRoutes(store)], maxInFlight: MAX_IN_FLIGHT });
+  // One key fills the whole in-flight budget here (the overload case), so its own share is the budget.
+  harness = await startHarness({ state, requestSink: writer.sink, plugins: [requestLogRoutes(store)], maxInFlight: MAX_IN_FLIGHT, maxInFlightPerKey: MAX_IN_FLIGHT });
 });
 
 after(async () => {

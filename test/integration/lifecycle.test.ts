@@ -34,7 +34,8 @@ function send(origin: string, body: Record<string, unknown> = CHAT): Promise<Res
 
 describe('overload', () => {
   test('past the in-flight limit requests get a fast 503 with retry-after; the rest succeed', async () => {
-    const harness = await startHarness({ state: state(), maxInFlight: 4 });
+    // One key fills the whole budget (the per-key share is tested in test/security/bounded-inputs.test.ts).
+    const harness = await startHarness({ state: state(), maxInFlight: 4, maxInFlightPerKey: 4 });
     try {
       mock.reset();
       // The four admitted requests are held upstream until the refusals are in: refusals do

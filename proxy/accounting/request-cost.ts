@@ -1,6 +1,7 @@
 import type { GatewayState } from '../config/gateway-state.ts';
 import type { RequestContext } from '../request-context.ts';
 import { PriceTable } from './price-table.ts';
+import { saneCost } from './token-count.ts';
 
 // The cost of one finished request, from its context: whichever route set the provider,
 // model and usage (chat, completions, responses, messages…) is priced the same way.
@@ -17,8 +18,12 @@ export function priceTableOf(state: GatewayState): PriceTable {
   return table;
 }
 
-/** USD; 0 for an answer served from the gateway's cache; undefined when unpriced or no usage. */
+/** USD; 0 for an answer served from the gateway's cache; undefined when unpriced, no usage, or not a finite non-negative amount. */
 export function costOfRequest(context: RequestContext): number | undefined {
+  return saneCost(pricedCost(context));
+}
+
+function pricedCost(context: RequestContext): number | undefined {
   // Served from the gateway's cache: the provider was not called.
   if (context.cacheStatus !== undefined && context.cacheStatus.endsWith('HIT')) return 0;
   const usage = context.usage;

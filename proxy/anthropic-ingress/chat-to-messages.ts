@@ -1,3 +1,4 @@
+import { tokenCountOr } from '../accounting/token-count.ts';
 import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
 import { SseFrame, type SseEventTranslation } from '../providers/sse-parser.ts';
 
@@ -31,10 +32,11 @@ export interface MessagesUsage {
 export function messagesUsageOf(usage: unknown): MessagesUsage {
   const record = isRecord(usage) ? usage : {};
   const details = record['prompt_tokens_details'];
-  const cached = isRecord(details) && typeof details['cached_tokens'] === 'number' ? details['cached_tokens'] : 0;
-  const prompt = typeof record['prompt_tokens'] === 'number' ? record['prompt_tokens'] : 0;
-  const completion = typeof record['completion_tokens'] === 'number' ? record['completion_tokens'] : 0;
-  return { input_tokens: Math.max(0, prompt - cached), output_tokens: completion, cache_creation_input_tokens: 0, cache_read_input_tokens: cached };
+  // Counts are hostile input: tokenCount keeps only sane ones; cached ⊂ prompt.
+  const prompt = tokenCountOr(record['prompt_tokens'], 0);
+  const cached = Math.min(isRecord(details) ? tokenCountOr(details['cached_tokens'], 0) : 0, prompt);
+  const completion = tokenCountOr(record['completion_tokens'], 0);
+  return { input_tokens: prompt - cached, output_tokens: completion, cache_creation_input_tokens: 0, cache_read_input_tokens: cached };
 }
 
 function messageId(id: unknown): string {

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { TOKEN_COUNT_REJECTIONS, tokenCountRejections } from '../accounting/token-count.ts';
 
 // The proxy's Prometheus series (DESIGN.md §6). One registry per gateway instance, so
 // tests can run several gateways in one process. Labels stay bounded: route patterns,
@@ -28,6 +29,8 @@ export interface GatewayMetrics {
   readonly cacheErrors: Counter<'operation'>;
   readonly guardrailChecks: Counter<'check' | 'verdict'>;
   readonly guardrailCheckDuration: Histogram<'check'>;
+  /** Throws contained in a request's accounting (request-finish.ts), by stage: never fatal, always counted. */
+  readonly internalErrors: Counter<'stage'>;
   /** Reports the response cache's size at scrape time. */
   watchCacheSize(stats: () => { entries: number; bytes: number }): void;
   /** Model names as label values, capped so a client cannot explode cardinality. */
@@ -194,6 +197,24 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 10],
     registers: [registry],
   });
+  const internalErrors = new Counter({
+    name: 'aigateway_internal_errors_total',
+    help: "Throws contained while accounting a request (the answer was already out), by stage: usage, tokens, cost, metrics, log, log_store, span, finish.",
+    labelNames: ['stage'] as const,
+    registers: [registry],
+  });
+  new Counter({
+    name: 'aigateway_upstream_usage_rejected_total',
+    help: 'Token counts in upstream answers refused as not a sane count (treated as absent), by reason; process-wide.',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+    collect() {
+      // The tally lives with the check (token-count.ts), shared by every gateway in the process.
+      const tally = tokenCountRejections();
+      this.reset();
+      for (const reason of TOKEN_COUNT_REJECTIONS) this.inc({ reason }, tally[reason]);
+    },
+  });
   let cacheStats: (() => { entries: number; bytes: number }) | undefined;
   new Gauge({
     name: 'aigateway_cache_entries',
@@ -218,6 +239,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     cacheErrors,
     guardrailChecks,
     guardrailCheckDuration,
+    internalErrors,
     watchCacheSize(stats) {
       cacheStats = stats;
     },

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { costOfRequest, estimateUsage } from '../accounting/request-cost.ts';
+import { saneUsage } from '../accounting/token-count.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 import { observeCost, observeRequest, OPERATIONS } from './observe-request.ts';
@@ -14,6 +15,11 @@ import type { RequestTracer } from './tracing.ts';
 // whether the response finished or the client closed first: the response's 'close' event
 // (Node emits it in both cases; Fastify's onResponse does not run when the client leaves,
 // e.g. an SDK that stops reading at `data: [DONE]`), behind a once-guard.
+//
+// Nothing here may end the process: this runs in an event listener, where a throw is
+// uncaught. Each stage is contained on its own (a failed metric does not cost the log
+// record): the throw is logged and counted on aigateway_internal_errors_total{stage}.
+// A try block costs nothing until something throws.
 
 export interface FinishDeps {
   readonly logger: Logger;
@@ -29,9 +35,33 @@ export function armRequestFinish(request: FastifyRequest, reply: FastifyReply, d
   const context = request.gateway;
   const route = request.routeOptions.url ?? 'unmatched';
   if (deps.tracer !== undefined && !UNRECORDED.has(route)) {
-    context.span = deps.tracer.startRequest(request.method, route, request.headers, context.traceId);
+    try {
+      context.span = deps.tracer.startRequest(request.method, route, request.headers, context.traceId);
+    } catch (error) {
+      containFailure(deps, 'span', error);
+    }
   }
-  reply.raw.once('close', () => finishRequest(request, reply, deps));
+  reply.raw.once('close', () => {
+    try {
+      finishRequest(request, reply, deps);
+    } catch (error) {
+      containFailure(deps, 'finish', error);
+    }
+  });
+}
+
+/** Where in accounting a throw was contained: the label of aigateway_internal_errors_total. */
+export type FinishStage = 'finish' | 'usage' | 'tokens' | 'cost' | 'metrics' | 'log' | 'log_store' | 'span';
+
+/** A throw in accounting: logged and counted, never rethrown (the answer is already out). */
+export function containFailure(deps: Pick<FinishDeps, 'logger' | 'metrics'>, stage: FinishStage, error: unknown): void {
+  try {
+    deps.metrics.internalErrors.inc({ stage });
+    const message = error instanceof Error ? error.message : String(error);
+    deps.logger.error({ stage, err: { message: message.slice(0, 300) } }, 'request accounting failed at one stage; the others went on');
+  } catch {
+    // Nothing is left to tell it to.
+  }
 }
 
 export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps: FinishDeps): void {
@@ -44,30 +74,69 @@ export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps
   const leftEarly = !reply.raw.writableFinished && !(reply.raw.headersSent && context.upstreamDoneAt !== undefined);
   if (leftEarly) context.clientAborted = true;
   const status = context.clientAborted ? 499 : reply.statusCode;
-  if (context.clientAborted) estimateUsage(context);
-  settleTokens(context);
-  context.costUsd = costOfRequest(context);
-  observeRequest(deps.metrics, context, route, status);
-  observeCost(deps.metrics, context);
-  const record = recordOf(context, request.method, route, status);
-  logRequest(deps.logger, record, context.clientAborted);
-  if (deps.requestSink !== undefined && route.startsWith('/v1/')) deps.requestSink(record);
-  context.span?.end({
-    status,
-    route,
-    operation: OPERATIONS[route],
-    provider: context.provider,
-    requestModel: context.model,
-    responseModel: context.responseModel,
-    inputTokens: context.usage?.prompt,
-    outputTokens: context.usage?.completion,
-    ttftMs: context.ttftMs,
-    costUsd: context.costUsd,
-    cacheStatus: context.cacheStatus,
-    errorCode: context.errorCode,
-    clientAborted: context.clientAborted,
-    retries: context.retries,
-  });
+  try {
+    if (context.clientAborted) estimateUsage(context);
+    // The one gate: whatever route set the usage, every count is checked before limits,
+    // cost, metrics, the log and the span read it (the readers checked the provider's fields).
+    if (context.usage !== undefined) context.usage = saneUsage(context.usage);
+  } catch (error) {
+    context.usage = undefined;
+    containFailure(deps, 'usage', error);
+  }
+  try {
+    settleTokens(context);
+  } catch (error) {
+    containFailure(deps, 'tokens', error);
+  }
+  try {
+    context.costUsd = costOfRequest(context);
+  } catch (error) {
+    context.costUsd = undefined;
+    containFailure(deps, 'cost', error);
+  }
+  try {
+    observeRequest(deps.metrics, context, route, status);
+    observeCost(deps.metrics, context);
+  } catch (error) {
+    containFailure(deps, 'metrics', error);
+  }
+  let record: RequestRecord | undefined;
+  try {
+    record = recordOf(context, request.method, route, status);
+    logRequest(deps.logger, record, context.clientAborted);
+  } catch (error) {
+    containFailure(deps, 'log', error);
+  }
+  try {
+    if (record !== undefined && deps.requestSink !== undefined && route.startsWith('/v1/')) deps.requestSink(record);
+  } catch (error) {
+    containFailure(deps, 'log_store', error);
+  }
+  endSpan(deps, context, route, status);
+}
+
+function endSpan(deps: FinishDeps, context: RequestContext, route: string, status: number): void {
+  if (context.span === undefined) return;
+  try {
+    context.span.end({
+      status,
+      route,
+      operation: OPERATIONS[route],
+      provider: context.provider,
+      requestModel: context.model,
+      responseModel: context.responseModel,
+      inputTokens: context.usage?.prompt,
+      outputTokens: context.usage?.completion,
+      ttftMs: context.ttftMs,
+      costUsd: context.costUsd,
+      cacheStatus: context.cacheStatus,
+      errorCode: context.errorCode,
+      clientAborted: context.clientAborted,
+      retries: context.retries,
+    });
+  } catch (error) {
+    containFailure(deps, 'span', error);
+  }
 }
 
 /** Token limits are settled here, once, to what the provider reported (or the estimate, or 0). */

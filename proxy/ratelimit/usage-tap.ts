@@ -1,3 +1,4 @@
+import { tokenCount } from '../accounting/token-count.ts';
 import { NOT_JSON, type SseFrame } from '../providers/sse-parser.ts';
 import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 
@@ -20,7 +21,10 @@ export interface AnswerUsage {
   readonly reasoning?: number | undefined;
 }
 
-/** The usage of an OpenAI-shaped answer or stream event (chat, completions, embeddings, responses). */
+/**
+ * The usage of an OpenAI-shaped answer or stream event (chat, completions, embeddings, responses).
+ * Each count passes tokenCount: a value that is not a sane count is absent.
+ */
 export function usageOf(payload: unknown): AnswerUsage | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
   const record = payload as Record<string, unknown>;
@@ -30,14 +34,14 @@ export function usageOf(payload: unknown): AnswerUsage | undefined {
     | null
     | undefined;
   if (typeof usage !== 'object' || usage === null) return undefined;
-  const prompt = numberOr(usage['prompt_tokens'], usage['input_tokens']);
-  const completion = numberOr(usage['completion_tokens'], usage['output_tokens']);
-  const total = numberOr(usage['total_tokens'], prompt === undefined && completion === undefined ? undefined : (prompt ?? 0) + (completion ?? 0));
+  const prompt = tokenCount(usage['prompt_tokens']) ?? tokenCount(usage['input_tokens']);
+  const completion = tokenCount(usage['completion_tokens']) ?? tokenCount(usage['output_tokens']);
+  const total = tokenCount(usage['total_tokens']) ?? (prompt === undefined && completion === undefined ? undefined : (prompt ?? 0) + (completion ?? 0));
   const promptDetails = detailsOf(usage['prompt_tokens_details'] ?? usage['input_tokens_details']);
   const completionDetails = detailsOf(usage['completion_tokens_details'] ?? usage['output_tokens_details']);
-  const cachedPrompt = numberOr(promptDetails?.['cached_tokens'], usage['cache_read_input_tokens']);
-  const cacheWrite = numberOr(usage['cache_creation_input_tokens'], undefined);
-  const reasoning = numberOr(completionDetails?.['reasoning_tokens'], undefined);
+  const cachedPrompt = tokenCount(promptDetails?.['cached_tokens']) ?? tokenCount(usage['cache_read_input_tokens']);
+  const cacheWrite = tokenCount(usage['cache_creation_input_tokens']);
+  const reasoning = tokenCount(completionDetails?.['reasoning_tokens']);
   if (cachedPrompt === undefined && cacheWrite === undefined && reasoning === undefined) return { prompt, completion, total };
   return { prompt, completion, total, cachedPrompt, cacheWrite, reasoning };
 }
@@ -65,11 +69,6 @@ export interface UsageTapSink {
 }
 
 const USAGE_NULL = /,\s*"usage"\s*:\s*null/;
-
-function numberOr(value: unknown, fallback: unknown): number | undefined {
-  if (typeof value === 'number') return value;
-  return typeof fallback === 'number' ? fallback : undefined;
-}
 
 /**
  * The usage stage of a stream's frame pipeline: reports usage and optionally drops the

@@ -1,5 +1,6 @@
 import { GatewayError, type OpenAIErrorBody } from '../../errors.ts';
-import { ANTHROPIC_ERROR_TYPES, isRecord, numberOr } from './anthropic-wire.ts';
+import { tokenCountOr } from '../../accounting/token-count.ts';
+import { ANTHROPIC_ERROR_TYPES, isRecord } from './anthropic-wire.ts';
 import { nowSeconds, usageOf, type ChatUsage } from '../openai/openai-shapes.ts';
 import { normaliseProviderError } from '../provider-errors.ts';
 
@@ -33,13 +34,16 @@ export function emptyUsageTotals(): AnthropicUsageTotals {
   return { inputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0, outputTokens: 0 };
 }
 
-/** Folds an Anthropic `usage` object into running totals (later values win; counts are cumulative). */
+/**
+ * Folds an Anthropic `usage` object into running totals (later values win; counts are
+ * cumulative). A value that is not a sane count (tokenCount) leaves the total as it was.
+ */
 export function addAnthropicUsage(totals: AnthropicUsageTotals, usage: unknown): void {
   if (!isRecord(usage)) return;
-  totals.inputTokens = numberOr(usage['input_tokens'], totals.inputTokens);
-  totals.cacheCreationTokens = numberOr(usage['cache_creation_input_tokens'], totals.cacheCreationTokens);
-  totals.cacheReadTokens = numberOr(usage['cache_read_input_tokens'], totals.cacheReadTokens);
-  totals.outputTokens = numberOr(usage['output_tokens'], totals.outputTokens);
+  totals.inputTokens = tokenCountOr(usage['input_tokens'], totals.inputTokens);
+  totals.cacheCreationTokens = tokenCountOr(usage['cache_creation_input_tokens'], totals.cacheCreationTokens);
+  totals.cacheReadTokens = tokenCountOr(usage['cache_read_input_tokens'], totals.cacheReadTokens);
+  totals.outputTokens = tokenCountOr(usage['output_tokens'], totals.outputTokens);
 }
 
 export type OpenAIUsage = ChatUsage & { prompt_tokens_details?: { cached_tokens: number } };

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { tokenCountOr } from '../../accounting/token-count.ts';
 import type { OpenAIErrorBody } from '../../errors.ts';
 import { nowSeconds, type ChatUsage } from '../openai/openai-shapes.ts';
 import { normaliseProviderError } from '../provider-errors.ts';
@@ -27,9 +28,10 @@ export function finishReasonOfStop(stopReason: unknown): string {
 export function converseUsage(value: unknown): (ChatUsage & Json) | undefined {
   const usage = asRecord(value);
   if (usage === undefined) return undefined;
-  const cacheRead = numberOr(usage['cacheReadInputTokens'], 0);
-  const prompt = numberOr(usage['inputTokens'], 0) + cacheRead + numberOr(usage['cacheWriteInputTokens'], 0);
-  const completion = numberOr(usage['outputTokens'], 0);
+  // Counts are hostile input: tokenCount keeps only sane ones.
+  const cacheRead = tokenCountOr(usage['cacheReadInputTokens'], 0);
+  const prompt = tokenCountOr(usage['inputTokens'], 0) + cacheRead + tokenCountOr(usage['cacheWriteInputTokens'], 0);
+  const completion = tokenCountOr(usage['outputTokens'], 0);
   const result: ChatUsage & Json = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   if (cacheRead > 0) result['prompt_tokens_details'] = { cached_tokens: cacheRead };
   return result;

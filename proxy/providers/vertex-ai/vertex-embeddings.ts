@@ -1,3 +1,4 @@
+import { tokenCountOr } from '../../accounting/token-count.ts';
 import { GatewayError } from '../../errors.ts';
 
 // Embeddings on Vertex AI: the text-embedding models' `:predict` method.
@@ -33,7 +34,7 @@ export function embeddingsFromVertex(response: unknown, request: Json): Json {
   const vectors = predictions.map((prediction) => {
     const embeddings = asRecord(asRecord(prediction)?.['embeddings']);
     const tokens = asRecord(embeddings?.['statistics'])?.['token_count'];
-    if (typeof tokens === 'number') promptTokens += tokens;
+    promptTokens += tokenCountOr(tokens, 0);
     return asArray(embeddings?.['values']).filter((value): value is number => typeof value === 'number');
   });
   return openaiEmbeddingList(vectors, request, promptTokens);

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { tokenCount, tokenCountOr } from '../../accounting/token-count.ts';
 import { nowSeconds, type ChatUsage } from '../openai/openai-shapes.ts';
 
 // Gemini GenerateContentResponse → chat.completion. Pure apart from generated ids. The
@@ -27,17 +28,18 @@ export function openaiFinishReason(reason: unknown, calledTools: boolean): strin
 export function geminiUsage(metadata: unknown): (ChatUsage & Json) | undefined {
   const usage = asRecord(metadata);
   if (usage === undefined) return undefined;
-  const prompt = numberOr(usage['promptTokenCount'], 0);
-  const thoughts = numberOr(usage['thoughtsTokenCount'], 0);
-  const completion = numberOr(usage['candidatesTokenCount'], 0) + thoughts;
+  // Counts are hostile input (a custom host): tokenCount keeps only sane ones.
+  const prompt = tokenCountOr(usage['promptTokenCount'], 0);
+  const thoughts = tokenCountOr(usage['thoughtsTokenCount'], 0);
+  const completion = tokenCountOr(usage['candidatesTokenCount'], 0) + thoughts;
   const result: ChatUsage & Json = {
     prompt_tokens: prompt,
     completion_tokens: completion,
-    total_tokens: numberOr(usage['totalTokenCount'], prompt + completion),
+    total_tokens: tokenCountOr(usage['totalTokenCount'], prompt + completion),
   };
   if (thoughts > 0) result['completion_tokens_details'] = { reasoning_tokens: thoughts };
-  const cached = usage['cachedContentTokenCount'];
-  if (typeof cached === 'number') result['prompt_tokens_details'] = { cached_tokens: cached };
+  const cached = tokenCount(usage['cachedContentTokenCount']);
+  if (cached !== undefined) result['prompt_tokens_details'] = { cached_tokens: Math.min(cached, prompt) };
   return result;
 }
 

@@ -149,14 +149,19 @@ export function usableBy(workspaces: ReadonlySet<string> | readonly string[] | u
   return Array.isArray(workspaces) ? workspaces.includes(key.workspace) : (workspaces as ReadonlySet<string>).has(key.workspace);
 }
 
+/** The client's model name as errors quote it: bounded. */
+function quoted(model: string): string {
+  return model.length > 200 ? `${model.slice(0, 200)}…` : model;
+}
+
 function unknownModel(model: string): GatewayError {
-  return new GatewayError('AIGW_ERR_UNKNOWN_MODEL', `The model "${model}" does not exist or this gateway API key may not use it; GET /v1/models lists the models it can use.`, {
+  return new GatewayError('AIGW_ERR_UNKNOWN_MODEL', `The model "${quoted(model)}" does not exist or this gateway API key may not use it; GET /v1/models lists the models it can use.`, {
     param: 'model',
   });
 }
 
 function notAllowed(model: string, allowed: ReadonlySet<string>): GatewayError {
-  return new GatewayError('AIGW_ERR_MODEL_NOT_ALLOWED', `This gateway API key may not use the model "${model}"; it may use: ${[...allowed].join(', ')}.`, {
+  return new GatewayError('AIGW_ERR_MODEL_NOT_ALLOWED', `This gateway API key may not use the model "${quoted(model)}"; it may use: ${[...allowed].join(', ')}.`, {
     param: 'model',
   });
 }

@@ -22,6 +22,8 @@ import { RateLimiter, type FailMode } from './ratelimit/rate-limiter.ts';
 import { CircuitBreakers, CIRCUIT_STATE_VALUE } from './resilience/circuit-breakers.ts';
 import type { RoutingRuntime } from './routing/execute-plan.ts';
 import { createUpstreamAgent } from './upstream/upstream-agent.ts';
+import { mcpPlugin } from './mcp/mcp-plugin.ts';
+import { SECRET_KEY_ENV } from './batches/batch-credential-seal.ts';
 import { setPlainAnswerLimits } from './upstream/plain-answer-limits.ts';
 import { StateLoadError } from './errors.ts';
 
@@ -230,7 +232,21 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       },
     },
     controlPlane: options.controlPlane?.(controlPlaneHost),
-    plugins: options.plugins?.map((build) => build(gatewayHost)),
+    plugins: [
+      // The MCP endpoint (/mcp): light until the first MCP request.
+      mcpPlugin({
+        currentState: () => live,
+        logger,
+        registry: metrics.registry,
+        dispatcher,
+        requestSink: options.requestSink,
+        rateLimiter,
+        dynamicPolicies: () => policyStore.snapshot(),
+        secretKey: options.env[SECRET_KEY_ENV],
+        now,
+      }),
+      ...(options.plugins?.map((build) => build(gatewayHost)) ?? []),
+    ],
     requestSink: options.requestSink,
     maxInFlight: options.maxInFlight,
     maxInFlightPerKey: options.maxInFlightPerKey,

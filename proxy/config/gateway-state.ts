@@ -59,6 +59,8 @@ export interface GatewayState {
   /** Public model names, workspace defaults and who may use what (config/model-catalog.ts). */
   readonly catalog: ModelCatalog;
   readonly document: Readonly<GatewayStateDocument>;
+  /** MCP servers' upstream headers from the credentials file (Secret), by server name. */
+  readonly mcpCredentials?: ReadonlyMap<string, Readonly<Record<string, string>>>;
 }
 
 export interface BuildResult {
@@ -191,6 +193,7 @@ export function buildGatewayState(
     clientEgress: compileEgressPolicy(document.egress.clientAllow, 'egress.clientAllow'),
     catalog,
     document,
+    mcpCredentials: new Map(Object.entries(credentials?.mcpServers ?? {}).map(([name, entry]) => [name, entry.headers])),
   };
   return { state: Object.freeze(state), errors, warnings };
 }

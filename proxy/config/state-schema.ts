@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { GuardrailEntrySchema } from '../guardrails/guardrail-schema.ts';
 import { PromptEntrySchema } from '../prompts/prompt-schema.ts';
 import { ConditionSchema, RateLimitPolicySchema } from '../ratelimit/policy-schema.ts';
+import { McpCredentialsSchema, McpServerEntrySchema, McpSettingsSchema } from '../mcp/mcp-schema.ts';
 
 // The gateway state file: the one document the operator renders and the proxy serves.
 // Its top-level lists map one-to-one onto the CRDs (DESIGN.md §1). Saved routing configs
@@ -156,6 +157,9 @@ export const GatewayStateSchema = z.strictObject({
   modelPrices: z.array(ModelPriceEntrySchema).default([]),
   models: z.array(CatalogModelEntrySchema).default([]),
   workspaces: z.array(WorkspaceEntrySchema).default([]),
+  // Upstream MCP servers behind /mcp, and the MCP endpoint's settings (docs/mcp.md).
+  mcpServers: z.array(McpServerEntrySchema).default([]),
+  mcp: McpSettingsSchema.default({ maxMessageBytes: 4 * 1024 * 1024, maxUpstreamBytes: 16 * 1024 * 1024, maxBatch: 16, sessionTtlSeconds: 86_400 }),
 });
 
 export type GatewayStateDocument = z.infer<typeof GatewayStateSchema>;
@@ -175,6 +179,8 @@ export const CredentialsSchema = z.strictObject({
       z.strictObject({ key: GatewayKeySchema.optional(), keyHash: z.string().optional() }),
     )
     .default({}),
+  /** MCP servers' upstream headers (credentials), merged by server name. */
+  mcpServers: McpCredentialsSchema.default({}),
 });
 
 export type CredentialsDocument = z.infer<typeof CredentialsSchema>;

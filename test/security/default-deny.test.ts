@@ -16,7 +16,15 @@ import { sendRaw, statusOf } from './raw-http.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 import { eventually } from '../helpers/eventually.ts';
 
-const PUBLIC = ['GET /health', 'GET /metrics', 'GET /ready'];
+// RFC 9728 metadata must be readable before a client has a token (docs/mcp.md).
+const PUBLIC = [
+  'GET /.well-known/oauth-protected-resource',
+  'GET /.well-known/oauth-protected-resource/mcp',
+  'GET /.well-known/oauth-protected-resource/mcp/:server',
+  'GET /health',
+  'GET /metrics',
+  'GET /ready',
+];
 const INFERENCE_ONLY_KEY = 'gw-inference-only-key-0123456789abcdef';
 
 let harness: Harness;
@@ -84,7 +92,7 @@ describe('default deny on the matched route', () => {
     assert.deepEqual(publicRoutes, PUBLIC);
     // The table is the whole gateway: inference, files, batches, fine-tuning, logs, policies, prompts.
     const urls = new Set(routes.map((route) => route.url));
-    for (const url of ['/v1/chat/completions', '/v1/files', '/v1/batches', '/v1/fine_tuning/jobs', '/v1/logs', '/v1/policies/rate-limits']) {
+    for (const url of ['/v1/chat/completions', '/v1/files', '/v1/batches', '/v1/fine_tuning/jobs', '/v1/logs', '/v1/policies/rate-limits', '/mcp', '/mcp/:server']) {
       assert.ok(urls.has(url), `${url} is in the route table`);
     }
     assert.ok(routes.length >= 25, `the route table has every plugin's routes (${routes.length})`);

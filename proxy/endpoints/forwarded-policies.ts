@@ -58,7 +58,10 @@ export async function applyForwardedPolicies(
   // The same selection forwardingTarget made (provider-forwarding.ts).
   const selection = selectRoute(request.headers, state, { apiKey: context.apiKey, model: undefined });
   const resolved = lazyResolution(() => withSentModel(reachableTargets(selection.plan, state, { body: json, metadata: context.metadata, pathname: route }), model), context);
-  await admitUnderRateLimits(deps.policies, context, resolved, () => tokenEstimate(json, request.rawBody?.length ?? contentLength(request)));
+  await admitUnderRateLimits(deps.policies, context, resolved, () =>
+    // Reads and deletes generate nothing: they reserve a token, not a default answer.
+    tokenEstimate(json, request.rawBody?.length ?? contentLength(request), request.method === 'POST'),
+  );
 
   const guards = mergeGuardrails(guardrailsOf(selection.plan.settings, state), attachedGuardrailsOf(state, resolved));
   if (guards.empty) return { body: request.rawBody };

@@ -1,3 +1,4 @@
+import { tokenCountOr } from '../../accounting/token-count.ts';
 import { SseFrame, type SseFrameSource } from '../sse-parser.ts';
 import type { InferenceEndpoint } from '../../openai/inference-endpoint.ts';
 import { betaList, clientAnthropicHeaders, isRecord } from '../anthropic/anthropic-wire.ts';
@@ -40,7 +41,7 @@ export function bedrockInvokeBody(endpoint: InferenceEndpoint, body: Json): Json
 /** Bedrock's CountTokens answer `{ inputTokens }` → Anthropic's `{ input_tokens }`; messages pass as they are. */
 export function bedrockInvokeAnswer(endpoint: InferenceEndpoint, answer: unknown): unknown {
   if (endpoint !== 'messages.count_tokens' || !isRecord(answer)) return answer;
-  return { input_tokens: typeof answer['inputTokens'] === 'number' ? answer['inputTokens'] : 0 };
+  return { input_tokens: tokenCountOr(answer['inputTokens'], 0) };
 }
 
 const EXCEPTION_TYPES: Readonly<Record<string, string>> = {

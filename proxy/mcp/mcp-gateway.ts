@@ -434,6 +434,7 @@ export class McpGateway {
         return { ...result, contents: result.contents.map((content) => ({ ...content, uri: this.#exposedUri(context, resolved.server, content.uri) })) };
       });
     });
+    invalidParamsAsRpcErrors(server);
     return server;
   }
 
@@ -566,6 +567,26 @@ function spanAttributes(server: string | undefined, tool: string | undefined): R
     ...(server === undefined ? {} : { 'mcp.server.name': server }),
     'mcp.method.name': 'tools/call',
   };
+}
+
+/**
+ * The SDK parses a request's params with zod before the handler runs and answers a
+ * failure as an internal error (-32603); params that do not fit the method are the
+ * caller's mistake: -32602.
+ */
+function invalidParamsAsRpcErrors(server: Server): void {
+  const handlers = (server as unknown as { _requestHandlers?: Map<string, (request: unknown, extra: unknown) => Promise<unknown>> })._requestHandlers;
+  if (!(handlers instanceof Map)) return;
+  for (const [method, handler] of handlers) {
+    handlers.set(method, async (request, extra) => {
+      try {
+        return await handler(request, extra);
+      } catch (error) {
+        if (Array.isArray((error as { issues?: unknown })?.issues)) throw new RpcError(ErrorCode.InvalidParams, `Invalid params for ${method}.`);
+        throw error;
+      }
+    });
+  }
 }
 
 /**

@@ -7,12 +7,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestRecord } from '../../proxy/observability/request-record.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
-import { startEverything, stdioEntry, type EverythingUpstream } from './upstreams.ts';
+import { connect, startEverything, stdioEntry, type EverythingUpstream } from './upstreams.ts';
 
 const LIMITED_KEY = 'gw-mcp-limited-key-0123456789abcdef';
 const OUTSIDER_KEY = 'gw-mcp-outsider-key-0123456789abcdef';
@@ -23,7 +21,7 @@ let harness: Harness;
 let dir: string;
 const records: RequestRecord[] = [];
 
-export function mcpState(upstream: EverythingUpstream, dataDir: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+function mcpState(upstream: EverythingUpstream, dataDir: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return baseState({
     apiKeys: [
       { id: 'test', key: TEST_GATEWAY_KEY, scopes: ['inference', 'admin'] },
@@ -45,13 +43,6 @@ export function mcpState(upstream: EverythingUpstream, dataDir: string, extra: R
     ],
     ...extra,
   });
-}
-
-export async function connect(origin: string, key: string, path = '/mcp', sessionId?: string): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${origin}${path}`), { requestInit: { headers: { 'x-gateway-api-key': key } }, sessionId });
-  const client = new Client({ name: 'test', version: '1' });
-  await client.connect(transport);
-  return { client, transport };
 }
 
 function textOf(result: unknown): string {

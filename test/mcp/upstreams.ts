@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 // @ts-expect-error: the package ships JavaScript without types
@@ -120,3 +122,12 @@ const require = createRequire(import.meta.url);
 export function stdioEntry(pkg: '@modelcontextprotocol/server-memory' | '@modelcontextprotocol/server-filesystem'): string {
   return join(dirname(require.resolve(`${pkg}/package.json`)), 'dist', 'index.js');
 }
+
+/** The official SDK client on the gateway's MCP endpoint (a given session id is reused without initialize). */
+export async function connect(origin: string, key: string, path = '/mcp', sessionId?: string): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${origin}${path}`), { requestInit: { headers: { 'x-gateway-api-key': key } }, sessionId });
+  const client = new Client({ name: 'test', version: '1' });
+  await client.connect(transport);
+  return { client, transport };
+}
+

@@ -77,9 +77,10 @@ export async function guardedCall(request: GuardedRequest): Promise<GuardedRespo
   return Object.assign(response, { redact });
 }
 
-/** Reads a whole answer, capped; a larger one is a 502 and the connection is dropped. */
+/** Reads a whole answer, capped (a declared length over it is refused unread); a larger one is a 502 and the connection is dropped. */
 export function readGuardedBody(response: GuardedResponse, limit: number): Promise<Buffer> {
-  return readBodyBytes(response.body, limit);
+  const length = response.headers['content-length'];
+  return readBodyBytes(response.body, limit, typeof length === 'string' && /^\d{1,15}$/.test(length) ? Number(length) : undefined);
 }
 
 /**

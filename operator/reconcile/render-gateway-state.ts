@@ -16,11 +16,13 @@ import {
   PROVIDER_OPTION_CREDENTIAL_KEYS,
   ProviderSpecSchema,
   ModelSpecSchema,
+  McpServerSpecSchema,
   RateLimitPolicySpecSchema,
   type KindName,
 } from './resource-schemas.ts';
-import type { CustomResource, DesiredCondition, GatewayResources, RenderedStatus } from './resource-types.ts';
+import type { CustomResource, DesiredCondition, GatewayResources, RenderedStatus, SecretResource } from './resource-types.ts';
 import { readCredential } from './secret-access.ts';
+import { MCP_SERVER_NAME } from '../../proxy/mcp/mcp-schema.ts';
 
 // renderGatewayState: the custom resources of one namespace → the gateway state document
 // (the ConfigMap), the credentials document (the Secret) and the status of every resource.
@@ -41,11 +43,15 @@ export interface RenderedStateDocument {
   rateLimitPolicies: Array<z.input<typeof RateLimitPolicySchema>>;
   models?: Array<z.input<typeof CatalogModelEntrySchema>>;
   egress: { allow: string[]; clientAllow: string[] };
+  /** Upstream MCP servers (MCPServer resources); absent when there are none. */
+  mcpServers?: Array<Record<string, unknown> & { name: string }>;
 }
 
 export interface RenderedCredentials {
   providers: Record<string, { apiKey: string }>;
   apiKeys: Record<string, { key?: string; keyHash?: string }>;
+  /** MCPServer headers from Secrets, by server name; absent when there are none. */
+  mcpServers?: Record<string, { headers: Record<string, string> }>;
 }
 
 export interface RenderResult {
@@ -225,6 +231,7 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
   if (unavailableProviders.size > 0) state.unavailableProviders = [...unavailableProviders].sort(compareStrings);
 
   renderModels(input.resources.Model, state, statuses);
+  renderMcpServers(input.resources.MCPServer ?? [], secrets, protectedSecrets, state, credentials, statuses);
   // A key's default config must exist; the key serves without it until it does.
   const renderedConfigs = new Set(state.configs.map((config) => config.id));
   for (const key of state.apiKeys) {
@@ -276,6 +283,48 @@ function renderModels(resources: readonly CustomResource[], state: RenderedState
   }
   // Only when there are any: a namespace without Models renders the document it always did.
   if (models.length > 0) state.models = models.sort((a, b) => compareStrings(a.name, b.name));
+}
+
+/**
+ * MCPServers: the name is the tool prefix (a DNS label); header credentials come from
+ * Secrets labelled aigateway.dev/credential=mcp-server and go to the credentials document.
+ */
+function renderMcpServers(
+  resources: readonly CustomResource[],
+  secrets: ReadonlyMap<string, SecretResource>,
+  protectedSecrets: ReadonlySet<string>,
+  state: RenderedStateDocument,
+  credentials: RenderedCredentials,
+  statuses: RenderedStatus[],
+): void {
+  const servers: Array<Record<string, unknown> & { name: string }> = [];
+  for (const resource of byPrecedence(resources)) {
+    const name = resource.metadata.name;
+    const raw = resource.spec as { transport?: unknown } | undefined;
+    const parsed = McpServerSpecSchema.safeParse(resource.spec);
+    let accepted: Verdict = parsed.success ? OK : invalidSpec(parsed.error);
+    if (raw?.transport === 'stdio') accepted = fail('StdioNotSupported', 'stdio MCP servers are started by standalone gateways only; in a cluster run the server as its own Deployment behind a Streamable HTTP bridge and set url.');
+    if (accepted.ok && !MCP_SERVER_NAME.test(name)) accepted = fail('InvalidName', `"${name}" is not a DNS label (lower-case letters, digits, "-"; at most 63): it is the tool prefix.`);
+    let resolved: Verdict = OK;
+    const headers: Record<string, string> = {};
+    for (const header of parsed.success ? (parsed.data.headersFrom ?? []) : []) {
+      const secret = readCredential(secrets, header.secretRef, 'mcp-server', protectedSecrets);
+      if (!secret.ok) {
+        resolved = secret;
+        break;
+      }
+      headers[header.name] = `${header.prefix ?? ''}${secret.value}`;
+    }
+    const rendered = accepted.ok && resolved.ok && parsed.success;
+    if (rendered && parsed.success) {
+      const { headersFrom: _headersFrom, ...entry } = parsed.data;
+      servers.push({ name, ...entry });
+      if (Object.keys(headers).length > 0) (credentials.mcpServers ??= {})[name] = { headers };
+    }
+    statuses.push(statusOf('MCPServer', resource, accepted, resolved, rendered));
+  }
+  // Only when there are any: a namespace without MCPServers renders the document it always did.
+  if (servers.length > 0) state.mcpServers = servers.sort((a, b) => compareStrings(a.name, b.name));
 }
 
 function statusOf(kind: KindName, resource: CustomResource, accepted: Verdict, resolved: Verdict, rendered: boolean): RenderedStatus {

@@ -7,6 +7,7 @@ import { RoutingConfigSchema } from '../../proxy/config/routing-config-schema.ts
 import { ApiKeyEntrySchema, CatalogModelEntrySchema, ProviderEntrySchema } from '../../proxy/config/state-schema.ts';
 import { PromptEntrySchema } from '../../proxy/prompts/prompt-schema.ts';
 import { RateLimitPolicySchema } from '../../proxy/ratelimit/policy-schema.ts';
+import { McpServerFieldsSchema } from '../../proxy/mcp/mcp-schema.ts';
 
 // The `spec` of each custom resource, derived from the state file's entry schemas
 // (DESIGN.md §4): an entry minus its id (the resource's metadata.name is the id) and with
@@ -134,6 +135,24 @@ export const ResourceStatusSchema = z.strictObject({
 
 export type ResourceStatus = z.infer<typeof ResourceStatusSchema>;
 
+const mcpShape = McpServerFieldsSchema.shape;
+
+/** A header of an MCPServer whose value comes from a Secret (labelled aigateway.dev/credential=mcp-server). */
+export const McpHeaderFromSecretSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name').describe('The header name, e.g. Authorization.'),
+  secretRef: SecretKeyRefSchema,
+  prefix: z.string().max(64).optional().describe('Put before the Secret value, e.g. "Bearer ".'),
+});
+
+/** MCPServer: one upstream MCP server behind /mcp; its name is the tool prefix. Streamable HTTP or SSE only in a cluster. */
+export const McpServerSpecSchema = McpServerFieldsSchema.omit({ name: true, command: true, args: true, env: true, cwd: true }).extend({
+  transport: z.enum(['streamable-http', 'sse']).default('streamable-http').describe('streamable-http or sse (stdio servers run as their own Deployment behind an HTTP bridge).'),
+  url: z.url({ protocol: /^https?$/ }).describe('The server endpoint, e.g. http://<service>.<namespace>.svc:<port>/mcp (private addresses need the chart\'s state.egressAllow).'),
+  headers: mcpShape.headers.describe('Headers sent to this server only; never credentials (use headersFrom).'),
+  headersFrom: z.array(McpHeaderFromSecretSchema).optional().describe('Headers whose values come from Secrets: sent to this server\'s host only.'),
+  access: mcpShape.access.describe('Who may use this server and which tools: grants of GatewayAPIKey names (keys), workspaces and OAuth scopes; default: every key.'),
+});
+
 /** The six kinds, with the spec schema each one is generated from and validated by. */
 export interface ResourceKind {
   readonly kind: string;
@@ -141,7 +160,7 @@ export interface ResourceKind {
   readonly singular: string;
   readonly shortName: string;
   /** Key of the rendered state this kind feeds. */
-  readonly stateKey: 'configs' | 'providers' | 'rateLimitPolicies' | 'prompts' | 'guardrails' | 'apiKeys' | 'models';
+  readonly stateKey: 'configs' | 'providers' | 'rateLimitPolicies' | 'prompts' | 'guardrails' | 'apiKeys' | 'models' | 'mcpServers';
   readonly spec: z.ZodType;
   readonly description: string;
 }
@@ -209,6 +228,15 @@ export const RESOURCE_KINDS = {
     stateKey: 'models',
     spec: ModelSpecSchema,
     description: 'A public model name: requests that send it as "model" alone route to its Provider or GatewayConfig; /v1/models lists it.',
+  },
+  MCPServer: {
+    kind: 'MCPServer',
+    plural: 'mcpservers',
+    singular: 'mcpserver',
+    shortName: 'aigwmcp',
+    stateKey: 'mcpServers',
+    spec: McpServerSpecSchema,
+    description: 'An upstream MCP server behind /mcp: its URL, credentials from Secrets, tool include/exclude/rename, and which keys, workspaces and scopes may use which tools.',
   },
 } as const satisfies Record<string, ResourceKind>;
 

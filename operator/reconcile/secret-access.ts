@@ -8,12 +8,12 @@ import type { SecretResource } from './resource-types.ts';
 // rendered credentials, the sealing key, store URLs — names the chart passes in) are refused
 // even when labelled. Pure: the renderer calls it with what the informer cached.
 
-/** The opt-in label: `provider` (a Provider's apiKeySecretRef) or `gateway-key` (a GatewayAPIKey's keySecretRef). */
+/** The opt-in label: `provider` (a Provider's apiKeySecretRef), `gateway-key` (a GatewayAPIKey's keySecretRef) or `mcp-server` (an MCPServer's headersFrom). */
 export const CREDENTIAL_LABEL = 'aigateway.dev/credential';
 
-export type CredentialPurpose = 'provider' | 'gateway-key';
+export type CredentialPurpose = 'provider' | 'gateway-key' | 'mcp-server';
 
-const PURPOSE_OF_KIND: Readonly<Record<CredentialPurpose, string>> = { provider: 'Provider', 'gateway-key': 'GatewayAPIKey' };
+const PURPOSE_OF_KIND: Readonly<Record<CredentialPurpose, string>> = { provider: 'Provider', 'gateway-key': 'GatewayAPIKey', 'mcp-server': 'MCPServer' };
 
 /** Secret types that may hold a credential; service-account tokens, registry and TLS Secrets never do. */
 const CREDENTIAL_TYPES = new Set([undefined, '', 'Opaque']);
@@ -48,9 +48,9 @@ export function readCredential(
     const why =
       label === undefined
         ? 'the operator reads only Secrets that opt in'
-        : label === 'gateway-key' || label === 'provider'
+        : label === 'gateway-key' || label === 'provider' || label === 'mcp-server'
           ? `it is labelled ${CREDENTIAL_LABEL}=${label}, for ${PURPOSE_OF_KIND[label]}s only`
-          : `"${label}" is not a credential purpose (provider or gateway-key)`;
+          : `"${label}" is not a credential purpose (provider, gateway-key or mcp-server)`;
     return notPermitted(`Secret "${ref.name}" is not labelled ${CREDENTIAL_LABEL}=${purpose}: ${why}.`);
   }
   const encoded = secret.data?.[ref.key];

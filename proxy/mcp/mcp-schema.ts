@@ -17,33 +17,35 @@ export const McpGrantSchema = z.strictObject({
   tools: z.array(TOOL_NAME).optional().describe("The tools (the server's own names) this grant allows; default: every tool the server exposes."),
 });
 
-export const McpServerEntrySchema = z
-  .strictObject({
-    name: z.string().regex(MCP_SERVER_NAME, 'must be a DNS label: lower-case letters, digits and "-" (at most 63)').describe('The server name: the prefix of its tools (`<name>__<tool>`) and the path /mcp/<name>.'),
-    transport: z.enum(['streamable-http', 'sse', 'stdio']).default('streamable-http').describe('How the gateway reaches the server.'),
-    url: z.url({ protocol: /^https?$/ }).optional().describe('The server endpoint (streamable-http, sse).'),
-    command: z.string().min(1).optional().describe('The program the gateway starts (stdio; standalone gateways only).'),
-    args: z.array(z.string()).default([]),
-    env: z.record(z.string(), z.string()).optional().describe('Environment of the stdio process (nothing else of the gateway environment is passed but PATH and HOME).'),
-    cwd: z.string().min(1).optional(),
-    headers: z
-      .record(z.string().regex(HEADER_NAME, 'must be an HTTP header name'), z.string())
-      .optional()
-      .describe('Headers sent to this server only (credentials: use ${ENV} or the credentials file / Secret).'),
-    forwardClientToken: z.boolean().default(false).describe("Send the caller's own Authorization header to this server (default: never)."),
-    tools: z
-      .strictObject({
-        include: z.array(TOOL_NAME).optional().describe('Only these tools are exposed (default: all).'),
-        exclude: z.array(TOOL_NAME).optional().describe('These tools are never exposed.'),
-        rename: z.record(TOOL_NAME, TOOL_NAME).optional().describe('Exposed names for tools: original → new.'),
-      })
-      .optional(),
-    access: z.array(McpGrantSchema).optional().describe('Who may use this server; default: every gateway key.'),
-    timeoutMs: z.number().int().min(100).max(600_000).default(60_000).describe('Longest wait for one answer of this server.'),
-  })
-  .refine((entry) => (entry.transport === 'stdio' ? entry.command !== undefined : entry.url !== undefined), {
-    message: 'a stdio server needs command; streamable-http and sse need url',
-  });
+/** The fields of a server entry (the MCPServer kind derives its spec from them). */
+export const McpServerFieldsSchema = z.strictObject({
+  name: z.string().regex(MCP_SERVER_NAME, 'must be a DNS label: lower-case letters, digits and "-" (at most 63)').describe('The server name: the prefix of its tools (`<name>__<tool>`) and the path /mcp/<name>.'),
+  transport: z.enum(['streamable-http', 'sse', 'stdio']).default('streamable-http').describe('How the gateway reaches the server.'),
+  url: z.url({ protocol: /^https?$/ }).optional().describe('The server endpoint (streamable-http, sse).'),
+  command: z.string().min(1).optional().describe('The program the gateway starts (stdio; standalone gateways only).'),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).optional().describe('Environment of the stdio process (nothing else of the gateway environment is passed but PATH and HOME).'),
+  cwd: z.string().min(1).optional(),
+  headers: z
+    .record(z.string().regex(HEADER_NAME, 'must be an HTTP header name'), z.string())
+    .optional()
+    .describe('Headers sent to this server only (credentials: use ${ENV} or the credentials file / Secret).'),
+  forwardClientToken: z.boolean().default(false).describe("Send the caller's own Authorization header to this server (default: never)."),
+  tools: z
+    .strictObject({
+      include: z.array(TOOL_NAME).optional().describe('Only these tools are exposed (default: all).'),
+      exclude: z.array(TOOL_NAME).optional().describe('These tools are never exposed.'),
+      rename: z.record(TOOL_NAME, TOOL_NAME).optional().describe('Exposed names for tools: original → new.'),
+    })
+    .optional()
+    .describe("Which of the server's tools are exposed, and under which names."),
+  access: z.array(McpGrantSchema).optional().describe('Who may use this server; default: every gateway key.'),
+  timeoutMs: z.number().int().min(100).max(600_000).default(60_000).describe('Longest wait for one answer of this server.'),
+});
+
+export const McpServerEntrySchema = McpServerFieldsSchema.refine((entry) => (entry.transport === 'stdio' ? entry.command !== undefined : entry.url !== undefined), {
+  message: 'a stdio server needs command; streamable-http and sse need url',
+});
 
 export const McpOAuthSchema = z.strictObject({
   issuer: z.url().describe('The authorization server (the JWT "iss").'),

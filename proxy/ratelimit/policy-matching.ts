@@ -11,6 +11,9 @@ export interface RequestFacts {
   readonly model: string | undefined;
   readonly config: string | undefined;
   readonly metadata: Readonly<Record<string, unknown>> | undefined;
+  /** An MCP tool call's server and tool (the server's own name); absent on model calls. */
+  readonly mcp_server?: string | undefined;
+  readonly mcp_tool?: string | undefined;
 }
 
 /** The request's value for a policy key (`metadata.<k>` reads x-gateway-metadata). */
@@ -31,6 +34,10 @@ export function factOf(facts: RequestFacts, key: string): string | undefined {
       return facts.model;
     case 'config':
       return facts.config;
+    case 'mcp_server':
+      return facts.mcp_server;
+    case 'mcp_tool':
+      return facts.mcp_tool;
     default:
       return undefined;
   }

@@ -8,15 +8,16 @@ export const POLICY_UNITS = ['rpm', 'rph', 'rpd'] as const;
 export const POLICY_STATUSES = ['active', 'archived'] as const;
 
 /** Keys a condition or group_by may use: the spec's two, plus ours (documented). */
-export const POLICY_KEY_PATTERN = /^(workspace_id|api_key|provider|model|config|metadata\.[A-Za-z0-9_.-]{1,64})$/;
-const POLICY_KEY_MESSAGE = 'must be workspace_id, api_key, provider, model, config or metadata.<key>';
+// mcp_server / mcp_tool: MCP tool calls (docs/mcp.md); a policy with one of them counts only those.
+export const POLICY_KEY_PATTERN = /^(workspace_id|api_key|provider|model|config|mcp_server|mcp_tool|metadata\.[A-Za-z0-9_.-]{1,64})$/;
+const POLICY_KEY_MESSAGE = 'must be workspace_id, api_key, provider, model, config, mcp_server, mcp_tool or metadata.<key>';
 
 /** One condition of a policy (rate limits, attached guardrails): the request's value for a key. */
 export const ConditionSchema = z.strictObject({
-  key: z.string().regex(POLICY_KEY_PATTERN, POLICY_KEY_MESSAGE).describe('What to match: workspace_id, api_key, provider, model, config or metadata.<key>.'),
+  key: z.string().regex(POLICY_KEY_PATTERN, POLICY_KEY_MESSAGE).describe('What to match: workspace_id, api_key, provider, model, config, mcp_server, mcp_tool or metadata.<key>.'),
   value: z.string().min(1).describe('The value it must have.'),
 });
-const GroupBySchema = z.strictObject({ key: z.string().regex(POLICY_KEY_PATTERN, POLICY_KEY_MESSAGE) .describe('Each distinct value of this key gets its own counter (workspace_id, api_key, provider, model, config or metadata.<key>).')});
+const GroupBySchema = z.strictObject({ key: z.string().regex(POLICY_KEY_PATTERN, POLICY_KEY_MESSAGE) .describe('Each distinct value of this key gets its own counter (workspace_id, api_key, provider, model, config, mcp_server, mcp_tool or metadata.<key>).')});
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -1,4 +1,5 @@
 import type { GatewayApiKey, GatewayState } from './config/gateway-state.ts';
+import type { AttemptRecord } from './observability/request-record.ts';
 import type { RequestSpan } from './observability/tracing.ts';
 import type { AnswerUsage } from './ratelimit/usage-tap.ts';
 
@@ -17,9 +18,16 @@ export interface RequestContext {
   metadata: Readonly<Record<string, unknown>> | undefined;
   configId: string | undefined;
   provider: string | undefined;
+  /** The model sent to the provider (override_params applied); on a cache hit, the one the stored answer was asked for. */
   model: string | undefined;
+  /** The model the client asked for. */
+  modelRequested: string | undefined;
+  /** A cache hit: the provider whose stored answer was served (`provider` stays unset: it was not called). */
+  cacheProvider: string | undefined;
   targetPath: string | undefined;
   retries: number;
+  /** The strategy walk's attempts, in order (set when the walk ran). */
+  attempts: AttemptRecord[] | undefined;
   /** The client went away before the answer was complete. */
   clientAborted: boolean;
   errorCode: string | undefined;
@@ -64,8 +72,11 @@ export function newRequestContext(traceId: string, state: GatewayState): Request
     configId: undefined,
     provider: undefined,
     model: undefined,
+    modelRequested: undefined,
+    cacheProvider: undefined,
     targetPath: undefined,
     retries: 0,
+    attempts: undefined,
     clientAborted: false,
     errorCode: undefined,
     usage: undefined,

@@ -177,6 +177,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     now,
     random: options.random ?? Math.random,
     retryBaseDelayMs: options.retryBaseDelayMs ?? 250,
+    logger,
     sleep: (ms, signal) => sleepFor(ms, undefined, { signal }).catch(() => undefined),
   };
   const cacheStore: ResponseCacheStore = options.cacheStore ?? new MemoryResponseCache({ now });

@@ -3,7 +3,7 @@
 //   [format byte] [payload]          payload = metaJSON "\n" body (UTF-8)
 //
 // The format byte says whether the payload is gzip-compressed. The meta JSON
-// (createdAt, headers) cannot contain a raw newline (JSON.stringify escapes it), so the
+// (createdAt, headers, provider, model) cannot contain a raw newline (JSON.stringify escapes it), so the
 // first "\n" ends it; the body follows as-is, never re-escaped into a JSON string.
 // Payloads above a threshold (8 KiB by default) are gzipped: model answers are text and
 // JSON, typically 3–6× smaller, which is Redis memory and network saved. Compression
@@ -32,12 +32,17 @@ export const DEFAULT_COMPRESS_ABOVE_BYTES = 8 * 1024;
 interface AnswerMeta {
   c: number;
   h?: Record<string, string>;
+  /** The answering provider and the model it was asked for. */
+  p?: string;
+  m?: string;
 }
 
 /** Serialises an answer, compressing payloads larger than `compressAboveBytes`. */
 export async function encodeAnswer(answer: CachedAnswer, compressAboveBytes = DEFAULT_COMPRESS_ABOVE_BYTES): Promise<Buffer> {
   const meta: AnswerMeta = { c: answer.createdAt };
   if (answer.headers !== undefined) meta.h = { ...answer.headers };
+  if (answer.provider !== undefined) meta.p = answer.provider;
+  if (answer.model !== undefined) meta.m = answer.model;
   const payload = Buffer.from(`${JSON.stringify(meta)}\n${answer.body}`, 'utf8');
   if (payload.length <= compressAboveBytes) return Buffer.concat([Buffer.of(PLAIN), payload]);
   // Level 6 (zlib's default) costs ~1 ms per 100 KiB of JSON; higher levels gain little on it.
@@ -72,9 +77,15 @@ export async function decodeAnswer(bytes: Buffer): Promise<CachedAnswer | undefi
     return undefined;
   }
   if (typeof meta !== 'object' || meta === null || typeof (meta as AnswerMeta).c !== 'number') return undefined;
-  const { c, h } = meta as AnswerMeta;
+  const { c, h, p, m } = meta as AnswerMeta;
   const body = payload.toString('utf8', newline + 1);
-  return h !== undefined && typeof h === 'object' ? { body, createdAt: c, headers: h } : { body, createdAt: c };
+  return {
+    body,
+    createdAt: c,
+    ...(h !== undefined && typeof h === 'object' ? { headers: h } : {}),
+    ...(typeof p === 'string' ? { provider: p } : {}),
+    ...(typeof m === 'string' ? { model: m } : {}),
+  };
 }
 
 /** True when `bytes` (as encodeAnswer wrote them) hold a compressed payload. */

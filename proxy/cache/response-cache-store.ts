@@ -21,6 +21,15 @@ export interface CachedAnswer {
   readonly createdAt: number;
   /** Provider response headers worth replaying (e.g. openai-model); never credentials. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** The provider that gave the answer, and the model it was asked for: a hit's log record names them. */
+  readonly provider?: string;
+  readonly model?: string;
+}
+
+/** Who answered a stored answer (CachedAnswer.provider / .model). */
+export interface AnswerOrigin {
+  readonly provider: string | undefined;
+  readonly model: string | undefined;
 }
 
 export interface ResponseCacheStats {

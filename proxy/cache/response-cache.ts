@@ -13,7 +13,7 @@
 
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { conversationText, semanticPartition, simpleCacheKey } from './cache-key.ts';
-import { ttlMsFromMaxAge, type CachedAnswer, type CacheStatus, type ResponseCacheStore } from './response-cache-store.ts';
+import { ttlMsFromMaxAge, type AnswerOrigin, type CachedAnswer, type CacheStatus, type ResponseCacheStore } from './response-cache-store.ts';
 import { DEFAULT_SEMANTIC_THRESHOLD, type Embedder, type SemanticIndex } from './semantic-cache.ts';
 
 /** What the cache needs to know about a request (after prompt rendering and override_params). */
@@ -126,7 +126,7 @@ export class ResponseCache {
    * non-streaming JSON (for a stream: StreamAssembler's result) — and files it in the
    * semantic index. Does nothing for other statuses or max_age 0. Never rejects.
    */
-  async save(request: CacheRequest, lookup: CacheLookup, body: string, headers?: Readonly<Record<string, string>>): Promise<void> {
+  async save(request: CacheRequest, lookup: CacheLookup, body: string, headers?: Readonly<Record<string, string>>, origin?: AnswerOrigin): Promise<void> {
     if ((lookup.status !== 'MISS' && lookup.status !== 'REFRESH') || lookup.key === undefined) return;
     let ttlMs: number;
     try {
@@ -135,7 +135,13 @@ export class ResponseCache {
       return;
     }
     if (ttlMs <= 0) return;
-    const answer: CachedAnswer = headers === undefined ? { body, createdAt: this.#now() } : { body, createdAt: this.#now(), headers };
+    const answer: CachedAnswer = {
+      body,
+      createdAt: this.#now(),
+      ...(headers === undefined ? {} : { headers }),
+      ...(origin?.provider === undefined ? {} : { provider: origin.provider }),
+      ...(origin?.model === undefined ? {} : { model: origin.model }),
+    };
     try {
       await this.#store.set(lookup.key, answer, ttlMs);
     } catch (error) {

@@ -137,6 +137,7 @@ async function handleInference(
   const invalid = validateRequestBody(endpoint, body.value);
   if (invalid !== undefined) throw invalid;
   context.model = body.value['model'] as string;
+  context.modelRequested = context.model;
 
   // Policies match what the request resolves to: every target it may reach (strategies,
   // saved providers, override_params.model), not the provider it names.
@@ -170,7 +171,7 @@ async function handleInference(
   const outputGuards = mergeGuardrails(guardrailsOf(result.target.node, context.state), attached);
   const guarded = !inputGuards.empty || !outputGuards.empty;
   const output = guarded ? outputGuardrails(outputGuards, before, { ...hookContext, requestBody: outgoing }, deps.guardrails, context) : undefined;
-  const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow);
+  const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow, { provider: result.target.provider, model: context.model });
   if (messages) return relayMessages(reply, endpoint, result, output, observer, context);
   return relayResponse(reply, {
     finishPlain: output?.finishPlain,
@@ -300,7 +301,7 @@ async function walkToTarget(
   reply: FastifyReply,
 ): Promise<UpstreamAnswer> {
   const { requestTimeoutMs, forwardHeaders } = input.options;
-  const progress: WalkProgress = { retries: 0, firstDispatchAt: undefined, lastPath: undefined, lastTarget: undefined };
+  const progress: WalkProgress = { retries: 0, firstDispatchAt: undefined, lastPath: undefined, lastTarget: undefined, attempts: [] };
   const result = await walkPlan(
     selection.plan,
     {
@@ -334,6 +335,7 @@ function recordWalk(progress: WalkProgress, context: RequestContext, reply: Fast
   context.retries = progress.retries;
   context.upstreamStartedAt = progress.firstDispatchAt;
   context.targetPath = progress.lastPath;
+  context.attempts = progress.attempts;
   context.provider = progress.lastTarget?.provider;
   if (progress.lastTarget !== undefined) reply.header(HEADER.provider, progress.lastTarget.provider);
   if (progress.lastPath !== undefined) reply.header(HEADER.lastUsedOptionIndex, progress.lastPath);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { ResponseCache, CacheLookup, CacheRequest } from '../cache/response-cache.ts';
+import type { AnswerOrigin } from '../cache/response-cache-store.ts';
 import { StreamAssembler } from '../cache/stream-assembler.ts';
 import { replayAsSse } from '../cache/stream-replay.ts';
 import { MessagesStreamAssembler } from '../cache/messages-stream-assembler.ts';
@@ -120,6 +121,9 @@ export function replyFromCache(
 ): FastifyReply | undefined {
   const answer = lookup.answer;
   if (answer === undefined) return undefined;
+  // The record of a hit names who gave the stored answer, with the same `model` meaning as a miss.
+  context.cacheProvider = answer.provider;
+  if (answer.model !== undefined) context.model = answer.model;
   reply.header(HEADER.lastUsedOptionIndex, 'cache');
   reply.header(HEADER.retryAttemptCount, '0');
   if (!stream) {
@@ -148,13 +152,13 @@ export interface AnswerObserver {
   stream(released?: Promise<boolean>): SseFrameStage;
 }
 
-export function cacheObserver(cache: ResponseCache, flow: CacheFlow): AnswerObserver | undefined {
+export function cacheObserver(cache: ResponseCache, flow: CacheFlow, origin?: AnswerOrigin): AnswerObserver | undefined {
   const { request, lookup } = flow;
   if (lookup.status !== 'MISS' && lookup.status !== 'REFRESH') return undefined;
   return {
     plain(bytes, parsed) {
       if (!isAnswer(parsed)) return;
-      void cache.save(request, lookup, bytes.toString('utf8'));
+      void cache.save(request, lookup, bytes.toString('utf8'), undefined, origin);
     },
     stream(released) {
       const assembler = request.endpoint === 'messages' ? new MessagesStreamAssembler() : new StreamAssembler(request.endpoint);
@@ -163,7 +167,7 @@ export function cacheObserver(cache: ResponseCache, flow: CacheFlow): AnswerObse
         end: () => {
           const result = assembler.result();
           if (result === undefined) return;
-          const save = (): void => void cache.save(request, lookup, JSON.stringify(result));
+          const save = (): void => void cache.save(request, lookup, JSON.stringify(result), undefined, origin);
           if (released === undefined) save();
           else void released.then((passed) => passed && save());
         },

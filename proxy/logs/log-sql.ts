@@ -1,4 +1,4 @@
-import type { RequestRecord } from '../observability/request-record.ts';
+import type { AttemptRecord, RequestRecord } from '../observability/request-record.ts';
 import type { SqlDialect } from '../sql/sql-driver.ts';
 import {
   MAX_SUMMARY_GROUPS,
@@ -44,20 +44,24 @@ export const LOG_COLUMNS = [
   'usage_estimated',
   'cost_usd',
   'otel_trace_id',
+  'model_requested',
+  'attempts',
 ] as const;
 
 /** Columns added after the first release: created on open when an older table lacks them. */
-export const ADDED_COLUMNS: ReadonlyArray<readonly [LogColumn, 'integer' | 'real' | 'text']> = [
+export const ADDED_COLUMNS: ReadonlyArray<readonly [LogColumn, 'integer' | 'real' | 'text' | 'json']> = [
   ['cached_tokens', 'integer'],
   ['reasoning_tokens', 'integer'],
   ['usage_estimated', 'integer'],
   ['cost_usd', 'real'],
   ['otel_trace_id', 'text'],
+  ['model_requested', 'text'],
+  ['attempts', 'json'],
 ];
 
 export type LogColumn = (typeof LOG_COLUMNS)[number];
 
-/** A record as stored: strings cleaned, metadata as JSON text, started_at in epoch ms. */
+/** A record as stored: strings cleaned, metadata and attempts as JSON text, started_at in epoch ms. */
 export type LogRow = {
   [K in LogColumn]: K extends 'started_at' | 'status' | 'latency_ms' | 'retries'
     ? number
@@ -287,7 +291,47 @@ export function rowOf(record: RequestRecord): LogRow {
     usage_estimated: record.usageEstimated === true ? 1 : null,
     cost_usd: numberOrNull(record.costUsd),
     otel_trace_id: cleanOrNull(record.otelTraceId),
+    model_requested: cleanOrNull(record.modelRequested),
+    attempts: record.attempts === undefined || record.attempts.length === 0 ? null : JSON.stringify(record.attempts.map(storedAttempt)),
   };
+}
+
+/** An attempt as stored (and as GET /v1/logs shows it): snake_case, strings cleaned, ms to the µs. */
+function storedAttempt(attempt: AttemptRecord): Record<string, unknown> {
+  return {
+    target: cleanText(attempt.target),
+    provider: cleanOrNull(attempt.provider),
+    model: cleanOrNull(attempt.model),
+    status: attempt.status === null || !Number.isFinite(attempt.status) ? null : Math.round(attempt.status),
+    duration_ms: Number.isFinite(attempt.durationMs) ? Math.round(attempt.durationMs * 1000) / 1000 : 0,
+    error_code: cleanOrNull(attempt.errorCode),
+    ...(attempt.skipped === undefined ? {} : { skipped: attempt.skipped }),
+  };
+}
+
+/** The stored attempts back as records; anything unreadable is dropped, never thrown. */
+function attemptsFromColumn(value: unknown): AttemptRecord[] | undefined {
+  let parsed: unknown = value;
+  if (typeof value === 'string') {
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      return undefined;
+    }
+  }
+  if (!Array.isArray(parsed)) return undefined;
+  const text = (field: unknown): string | undefined => (typeof field === 'string' ? field : undefined);
+  return parsed
+    .filter((item): item is Record<string, unknown> => typeof item === 'object' && item !== null)
+    .map((item) => ({
+      target: String(item['target'] ?? ''),
+      provider: text(item['provider']),
+      model: text(item['model']),
+      status: typeof item['status'] === 'number' ? item['status'] : null,
+      durationMs: typeof item['duration_ms'] === 'number' ? item['duration_ms'] : 0,
+      errorCode: text(item['error_code']),
+      ...(item['skipped'] === 'circuit_open' || item['skipped'] === 'unresolved' ? { skipped: item['skipped'] } : {}),
+    }));
 }
 
 /** A record back from a row; `metadata` may arrive as JSON text (SQLite) or parsed (jsonb). */
@@ -325,6 +369,8 @@ export function recordFromRow(row: Record<string, unknown>): RequestRecord {
     ...present('usageEstimated', row['usage_estimated'] === null || row['usage_estimated'] === undefined ? undefined : Number(row['usage_estimated']) === 1),
     ...present('costUsd', num(row['cost_usd'])),
     ...present('otelTraceId', text(row['otel_trace_id'])),
+    ...present('modelRequested', text(row['model_requested'])),
+    ...present('attempts', attemptsFromColumn(row['attempts'])),
   };
 }
 

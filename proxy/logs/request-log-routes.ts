@@ -135,6 +135,7 @@ export function toLogEntry(record: RequestRecord) {
     target_path: record.targetPath ?? null,
     provider: record.provider ?? null,
     model: record.model ?? null,
+    model_requested: record.modelRequested ?? null,
     metadata: record.metadata ?? {},
     usage: {
       prompt_tokens: record.promptTokens ?? null,
@@ -150,6 +151,15 @@ export function toLogEntry(record: RequestRecord) {
     retries: record.retries,
     guardrail_verdict: record.guardrailVerdict ?? null,
     error_code: record.errorCode ?? null,
+    attempts: (record.attempts ?? []).map((attempt) => ({
+      target: attempt.target,
+      provider: attempt.provider ?? null,
+      model: attempt.model ?? null,
+      status: attempt.status,
+      duration_ms: attempt.durationMs,
+      error_code: attempt.errorCode ?? null,
+      ...(attempt.skipped === undefined ? {} : { skipped: attempt.skipped }),
+    })),
   };
 }
 

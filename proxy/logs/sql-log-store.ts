@@ -64,6 +64,9 @@ function metadataPath(key: string): string {
 const SQLITE_INSERT = (table: string): string =>
   `INSERT INTO ${table} (${LOG_COLUMNS.join(', ')}) VALUES (${LOG_COLUMNS.map((_, index) => `$${index + 1}`).join(', ')}) ON CONFLICT (id) DO NOTHING`;
 
+// JSON is kept as TEXT (a declared JSON type would get NUMERIC affinity).
+const SQLITE_TYPES = { integer: 'INTEGER', real: 'REAL', text: 'TEXT', json: 'TEXT' } as const;
+
 const SQLITE: Dialect = {
   defaultTable: 'request_logs',
   syntax: {
@@ -115,14 +118,16 @@ CREATE TABLE IF NOT EXISTS ${table} (
   reasoning_tokens INTEGER,
   usage_estimated INTEGER,
   cost_usd REAL,
-  otel_trace_id TEXT
+  otel_trace_id TEXT,
+  model_requested TEXT,
+  attempts TEXT
 );
 CREATE INDEX IF NOT EXISTS ${table}_started ON ${table} (started_at, id);
 CREATE INDEX IF NOT EXISTS ${table}_trace ON ${table} (trace_id);`);
     // A table from before the later columns: add them.
     const present = new Set((await driver.query(`SELECT name FROM pragma_table_info('${table}')`)).map((row) => String(row['name'])));
     for (const [column, type] of ADDED_COLUMNS) {
-      if (!present.has(column)) await driver.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type.toUpperCase()}`);
+      if (!present.has(column)) await driver.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${SQLITE_TYPES[type]}`);
     }
   },
 };
@@ -157,9 +162,11 @@ const ARRAY_TYPES: Record<LogColumn, string> = {
   usage_estimated: 'int[]',
   cost_usd: 'float8[]',
   otel_trace_id: 'text[]',
+  model_requested: 'text[]',
+  attempts: 'jsonb[]',
 };
 
-const POSTGRES_TYPES = { integer: 'bigint', real: 'float8', text: 'text' } as const;
+const POSTGRES_TYPES = { integer: 'bigint', real: 'float8', text: 'text', json: 'jsonb' } as const;
 const POSTGRES_INDEXES = ['started', 'trace', 'provider_model', 'metadata'] as const;
 
 // started_at is timestamptz so operators can query it with plain SQL; metadata and

@@ -13,6 +13,8 @@ export interface GatewayMetrics {
   readonly configInfo: Gauge<'hash'>;
   readonly retries: Counter<'target'>;
   readonly fallbacks: Counter<'config'>;
+  /** Targets skipped because they could not be resolved (e.g. a saved provider gone missing). */
+  readonly unresolvedTargets: Counter<'config'>;
   readonly circuitState: Gauge<'target'>;
   readonly circuitTransitions: Counter<'target' | 'from' | 'to'>;
   readonly rateLimitDecisions: Counter<'policy' | 'result'>;
@@ -105,6 +107,12 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
   const fallbacks = new Counter({
     name: 'aigateway_fallbacks_total',
     help: 'Times a fallback strategy moved on to its next target, by saved config id (or inline).',
+    labelNames: ['config'] as const,
+    registers: [registry],
+  });
+  const unresolvedTargets = new Counter({
+    name: 'aigateway_unresolved_targets_total',
+    help: 'Targets a strategy skipped because they could not be resolved (a missing saved provider, an unknown provider), by saved config id (or inline).',
     labelNames: ['config'] as const,
     registers: [registry],
   });
@@ -258,6 +266,7 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     configInfo,
     retries,
     fallbacks,
+    unresolvedTargets,
     circuitState,
     circuitTransitions,
     setConfigHash(hash) {

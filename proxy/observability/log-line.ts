@@ -1,5 +1,5 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
-import type { RequestRecord } from './request-record.ts';
+import type { AttemptRecord, RequestRecord } from './request-record.ts';
 
 // One JSON line per request, written asynchronously (pino's sonic-boom) so logging stays
 // off the response's critical path. Only known fields are logged — never headers or bodies
@@ -47,6 +47,7 @@ export function logRequest(logger: Logger, record: RequestRecord, clientAborted:
   line += `,"route":${JSON.stringify(record.route)},"status":${record.status},"latency_ms":${Math.round(record.latencyMs * 1000) / 1000}`;
   line += text('api_key_id', record.apiKeyId) + text('workspace', record.workspace) + text('config_id', record.configId);
   line += text('provider', record.provider) + text('model', record.model) + text('target', record.targetPath);
+  if (record.modelRequested !== record.model) line += text('model_requested', record.modelRequested);
   line += `,"retries":${record.retries}`;
   if (record.ttftMs !== undefined) line += `,"ttft_ms":${Math.round(record.ttftMs * 1000) / 1000}`;
   line += count('prompt_tokens', record.promptTokens) + count('completion_tokens', record.completionTokens);
@@ -57,8 +58,16 @@ export function logRequest(logger: Logger, record: RequestRecord, clientAborted:
   line += text('cache_status', record.cacheStatus) + text('guardrail_verdict', record.guardrailVerdict);
   if (record.metadata !== undefined) line += `,"metadata":${JSON.stringify(record.metadata)}`;
   line += text('error_code', record.errorCode);
+  // The walk's story when there is one to tell: a fallback, a retry or a skipped target.
+  const attempts = record.attempts;
+  if (attempts !== undefined && (attempts.length > 1 || attempts[0]?.skipped !== undefined)) line += `,"attempts":${JSON.stringify(attempts.map(attemptJson))}`;
   if (clientAborted) line += ',"client_aborted":true';
   (logger as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]?.write(`${line},"msg":"request"}\n`);
+}
+
+function attemptJson(attempt: AttemptRecord): object {
+  const { durationMs, errorCode, ...rest } = attempt;
+  return { ...rest, duration_ms: Math.round(durationMs * 1000) / 1000, error_code: errorCode };
 }
 
 function text(name: string, value: string | undefined): string {

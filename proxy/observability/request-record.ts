@@ -17,8 +17,14 @@ export interface RequestRecord {
   readonly workspace: string | undefined;
   readonly configId: string | undefined;
   readonly targetPath: string | undefined;
+  /** The provider that answered (for a cache hit: the one whose answer was stored). */
   readonly provider: string | undefined;
+  /** The model the provider was asked for (override_params applied), cache hits included. */
   readonly model: string | undefined;
+  /** The model the client asked for. */
+  readonly modelRequested?: string | undefined;
+  /** Every attempt of the strategy walk in order (fallbacks, retries, skipped targets); absent when no target was tried. */
+  readonly attempts?: readonly AttemptRecord[] | undefined;
   readonly metadata: Readonly<Record<string, unknown>> | undefined;
   readonly promptTokens: number | undefined;
   readonly completionTokens: number | undefined;
@@ -38,6 +44,20 @@ export interface RequestRecord {
   /** Guardrail outcome summary (e.g. `pass`, `fail`, `deny`), when hooks ran. */
   readonly guardrailVerdict: string | undefined;
   readonly errorCode: string | undefined;
+}
+
+/** One upstream attempt, or a target skipped without one. */
+export interface AttemptRecord {
+  /** The target's path in the config (`config.targets[1]`). */
+  readonly target: string;
+  readonly provider: string | undefined;
+  readonly model: string | undefined;
+  /** The upstream status, or the gateway's for an error it made (timeout 408, unreachable 502); null when skipped. */
+  readonly status: number | null;
+  readonly durationMs: number;
+  readonly errorCode: string | undefined;
+  /** Why the target was not called: its circuit is open, or it could not be resolved. */
+  readonly skipped?: 'circuit_open' | 'unresolved' | undefined;
 }
 
 /** Receives every finished request; must return at once (queue, never block). */

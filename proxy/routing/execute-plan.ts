@@ -4,6 +4,7 @@ import type { GatewayState } from '../config/gateway-state.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError } from '../errors.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
+import type { AttemptRecord } from '../observability/request-record.ts';
 import type { RequestSpan } from '../observability/tracing.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { catalogEntry } from '../providers/provider-catalog.ts';
@@ -19,9 +20,11 @@ import type { PlanNode } from './routing-plan.ts';
 
 // The strategy walk (DESIGN.md §2): single | fallback | loadbalance | conditional over a
 // compiled plan; at each leaf one attempt wrapped in retry, breaker and timeout
-// (resilience/*-interceptor.ts). Gateway validation
-// errors (a GatewayError thrown while resolving a target) end the walk at once; upstream
-// answers and network failures are results the strategies decide on.
+// (resilience/*-interceptor.ts). Gateway validation errors end the walk at once, except a
+// target that cannot be resolved (a saved provider gone missing, an unknown provider): a
+// fallback or loadbalance skips it like an unhealthy one — logged, counted, in the attempts —
+// and the client sees its error only when no other target answers. Upstream answers and
+// network failures are results the strategies decide on.
 
 /** Process-wide pieces the walk needs; they outlive config reloads. */
 export interface RoutingRuntime {
@@ -32,6 +35,8 @@ export interface RoutingRuntime {
   readonly random: () => number;
   readonly retryBaseDelayMs: number;
   readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Told about skipped targets. */
+  readonly logger?: { warn(object: object, message: string): void } | undefined;
 }
 
 export interface WalkRequest {
@@ -70,6 +75,20 @@ export interface WalkProgress {
   firstDispatchAt: bigint | undefined;
   lastPath: string | undefined;
   lastTarget: ResolvedTarget | undefined;
+  /** Every attempt in order, skipped targets included (the request log's `attempts`). */
+  attempts?: AttemptRecord[] | undefined;
+}
+
+// Resolution errors a strategy steps over: the target, not the request, is at fault.
+const UNRESOLVABLE: ReadonlySet<string> = new Set([
+  'AIGW_ERR_UNKNOWN_PROVIDER',
+  'AIGW_ERR_UNSUPPORTED_PROVIDER',
+  'AIGW_ERR_MISSING_PROVIDER',
+  'AIGW_ERR_MISSING_PROVIDER_KEY',
+]);
+
+function isUnresolvable(error: unknown): error is GatewayError {
+  return error instanceof GatewayError && UNRESOLVABLE.has(error.code);
 }
 
 export async function walkPlan(root: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
@@ -109,9 +128,18 @@ function firstChild(node: PlanNode): PlanNode {
 async function runFallback(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
   const unavailable: string[] = [];
   let last: AttemptResult | undefined;
+  let unresolved: GatewayError | undefined;
   for (let index = 0; index < node.children.length; index++) {
     const child = node.children[index] as PlanNode;
-    const result = await runNode(child, request, progress);
+    let result: WalkResult;
+    try {
+      result = await runNode(child, request, progress);
+    } catch (error) {
+      if (!isUnresolvable(error) || request.signal.aborted) throw error;
+      unresolved ??= error;
+      skipUnresolved(child, error, request);
+      continue;
+    }
     if (result.kind === 'unavailable') {
       unavailable.push(...result.labels);
       continue;
@@ -124,7 +152,17 @@ async function runFallback(node: PlanNode, request: WalkRequest, progress: WalkP
     if (!hasNext || !fallsBack || request.signal.aborted) return result;
     request.runtime.metrics.fallbacks.inc({ config: request.configId ?? 'inline' });
   }
-  return last ?? { kind: 'unavailable', labels: unavailable, reason: 'every fallback target is unavailable (circuit open)' };
+  if (last !== undefined) return last;
+  // Nothing answered: the circuits' 503, or — when every target was unresolvable — the first one's error.
+  if (unavailable.length === 0 && unresolved !== undefined) throw unresolved;
+  return { kind: 'unavailable', labels: unavailable, reason: 'every fallback target is unavailable (circuit open)' };
+}
+
+/** Logs and counts a target a strategy stepped over because it could not be resolved. */
+function skipUnresolved(node: PlanNode, error: GatewayError, request: WalkRequest): void {
+  const config = request.configId ?? 'inline';
+  request.runtime.metrics.unresolvedTargets.inc({ config });
+  request.runtime.logger?.warn({ config_id: config, target: node.path, error_code: error.code, reason: error.message }, 'target skipped: it cannot be resolved');
 }
 
 async function runLoadBalance(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
@@ -132,12 +170,24 @@ async function runLoadBalance(node: PlanNode, request: WalkRequest, progress: Wa
   if (weighted.length === 0) {
     return { kind: 'unavailable', labels: [], reason: `${node.path}: every loadbalance target has weight 0` };
   }
-  const available = weighted.filter((child) => nodeAvailable(child, request));
-  const picked = pickLoadBalancedChild(available, request.runtime.random);
-  if (picked === undefined) {
-    return { kind: 'unavailable', labels: weighted.flatMap((child) => leafLabels(child, request)), reason: 'every loadbalance target is unavailable (circuit open)' };
+  let available = weighted.filter((child) => nodeAvailable(child, request));
+  let unresolved: GatewayError | undefined;
+  for (;;) {
+    const picked = pickLoadBalancedChild(available, request.runtime.random);
+    if (picked === undefined) break;
+    try {
+      return await runNode(picked, request, progress);
+    } catch (error) {
+      if (!isUnresolvable(error) || request.signal.aborted) throw error;
+      // Like an open circuit: picked again among the others.
+      unresolved ??= error;
+      skipUnresolved(picked, error, request);
+      available = available.filter((child) => child !== picked);
+    }
   }
-  return runNode(picked, request, progress);
+  const labels = weighted.flatMap((child) => leafLabels(child, request));
+  if (labels.length === 0 && unresolved !== undefined) throw unresolved;
+  return { kind: 'unavailable', labels, reason: 'every loadbalance target is unavailable (circuit open)' };
 }
 
 async function runConditional(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
@@ -151,7 +201,16 @@ async function runConditional(node: PlanNode, request: WalkRequest, progress: Wa
 
 async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
   const { runtime } = request;
-  const target = resolveTarget(node.settings, node.path, request.state, request.headers, node.origin);
+  let target: ResolvedTarget;
+  try {
+    target = resolveTarget(node.settings, node.path, request.state, request.headers, node.origin);
+  } catch (error) {
+    if (isUnresolvable(error)) {
+      const provider = node.settings.provider ?? node.settings.virtual_key;
+      progress.attempts?.push({ target: node.path, provider, model: modelOf(node.settings, request), status: null, durationMs: 0, errorCode: error.code, skipped: 'unresolved' });
+    }
+    throw error;
+  }
   progress.lastPath = node.path;
   progress.lastTarget = target;
   if (!target.adapter.supportsEndpoint(request.endpoint)) {
@@ -168,10 +227,11 @@ async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgr
   const send: Attempt = async (context) => {
     context.beforeDispatch();
     progress.firstDispatchAt ??= process.hrtime.bigint();
-    const model = target.node.override_params?.['model'] ?? request.body['model'];
+    const model = modelOf(target.node, request);
+    const startedAt = performance.now();
     const attemptSpan = request.span?.startAttempt({
       provider: target.provider,
-      model: typeof model === 'string' ? model : undefined,
+      model,
       operation: OPERATION[request.endpoint] ?? request.endpoint,
       retry: context.retry,
       targetPath: node.path,
@@ -187,6 +247,14 @@ async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgr
       forwardHeaders: attemptSpan === undefined ? forwardHeaders : [...forwardHeaders, 'traceparent'],
       timeoutMs: context.timeoutMs,
       signal: request.signal,
+    });
+    progress.attempts?.push({
+      target: node.path,
+      provider: target.provider,
+      model,
+      status: statusOf(result),
+      durationMs: performance.now() - startedAt,
+      errorCode: result.kind === 'error' ? result.error.code : undefined,
     });
     if (attemptSpan !== undefined) {
       // A stream being relayed stays open until the request ends.
@@ -220,6 +288,9 @@ async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgr
   );
   const outcome = await attempt(FIRST_ATTEMPT);
   if (outcome.kind !== 'skipped') return outcome;
+  if (outcome.reason === 'circuit-open') {
+    progress.attempts?.push({ target: node.path, provider: target.provider, model: modelOf(target.node, request), status: null, durationMs: 0, errorCode: undefined, skipped: 'circuit_open' });
+  }
   return outcome.reason === 'circuit-open' ? { kind: 'unavailable', labels: [label], reason: 'circuit open' } : timedOut(target, request);
 }
 
@@ -232,14 +303,31 @@ function nodeAvailable(node: PlanNode, request: WalkRequest): boolean {
   if (node.mode !== undefined) return node.children.some((child) => nodeAvailable(child, request));
   const breaker = node.settings.cb_config;
   if (breaker === undefined) return true;
-  const target = resolveTarget(node.settings, node.path, request.state, request.headers, node.origin);
-  return request.runtime.breakers.isAvailable(breakerId(node, target, request), breaker);
+  const target = resolvedOrUndefined(node, request);
+  // An unresolvable target is picked, fails to resolve, and is skipped there (logged and counted).
+  return target === undefined || request.runtime.breakers.isAvailable(breakerId(node, target, request), breaker);
 }
 
+/** Labels of the targets whose circuit is open (unresolvable ones have none). */
 function leafLabels(node: PlanNode, request: WalkRequest): string[] {
   if (node.mode !== undefined) return node.children.flatMap((child) => leafLabels(child, request));
-  const target = resolveTarget(node.settings, node.path, request.state, request.headers, node.origin);
-  return [targetLabel(node, target, request)];
+  const target = resolvedOrUndefined(node, request);
+  return target === undefined ? [] : [targetLabel(node, target, request)];
+}
+
+function resolvedOrUndefined(node: PlanNode, request: WalkRequest): ResolvedTarget | undefined {
+  try {
+    return resolveTarget(node.settings, node.path, request.state, request.headers, node.origin);
+  } catch (error) {
+    if (isUnresolvable(error)) return undefined;
+    throw error;
+  }
+}
+
+/** The model a target is asked for: its override_params.model, else the request's. */
+function modelOf(settings: PlanNode['settings'], request: WalkRequest): string | undefined {
+  const model = settings.override_params?.['model'] ?? request.body['model'];
+  return typeof model === 'string' ? model : undefined;
 }
 
 /** Stable breaker identity: saved config id + path, or provider + host + model for inline configs. */

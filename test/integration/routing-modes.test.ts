@@ -126,14 +126,16 @@ describe('fallback', () => {
     assert.match(error.message, /b down/);
   });
 
-  test("the gateway's own validation errors never fall back", async () => {
+  test("the gateway's own validation errors never fall back; a target that cannot be resolved is skipped", async () => {
+    // An unknown virtual key is the target's fault, not the request's: the next target answers.
     const config = { strategy: { mode: 'fallback' }, targets: [{ virtual_key: 'vk-unknown' }, { provider: '@b' }] };
-    const error = await withConfig(config).chat.completions.create(CHAT).catch((e: unknown) => e);
-    assert.ok(error instanceof OpenAI.NotFoundError);
-    assert.equal(counts(), 'a=0 b=0 c=0');
+    assert.equal((await ask(withConfig(config))).text, 'from b');
+    assert.equal(counts(), 'a=0 b=1 c=0');
+    const onlyUnknown = { strategy: { mode: 'fallback' }, targets: [{ virtual_key: 'vk-unknown' }, { virtual_key: 'vk-unknown-too' }] };
+    assert.ok((await withConfig(onlyUnknown).chat.completions.create(CHAT).catch((e: unknown) => e)) instanceof OpenAI.NotFoundError);
     const invalidBody = await withConfig('fb').chat.completions.create({ model: 'm', messages: [] }).catch((e: unknown) => e);
     assert.ok(invalidBody instanceof OpenAI.BadRequestError);
-    assert.equal(counts(), 'a=0 b=0 c=0');
+    assert.equal(counts(), 'a=0 b=1 c=0');
   });
 
   test('fallbacks are counted in /metrics', async () => {

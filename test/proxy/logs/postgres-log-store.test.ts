@@ -53,6 +53,25 @@ describe('postgres request log store: the shared table', { skip }, () => {
     }
   });
 
+  test('a table from before model_requested and attempts gets them on open (attempts as jsonb)', async () => {
+    const table = freshTable();
+    await admin.query(`CREATE TABLE ${table} (id text COLLATE "C" NOT NULL PRIMARY KEY, trace_id text NOT NULL, started_at timestamptz NOT NULL,
+      method text NOT NULL, route text NOT NULL, status int NOT NULL, latency_ms float8 NOT NULL, ttft_ms float8, api_key_id text, workspace text,
+      config_id text, target_path text, provider text, model text, metadata jsonb, metadata_flat jsonb, prompt_tokens bigint, completion_tokens bigint,
+      total_tokens bigint, cache_status text, retries int NOT NULL, guardrail_verdict text, error_code text, cached_tokens bigint, reasoning_tokens bigint,
+      usage_estimated bigint, cost_usd float8, otel_trace_id text)`);
+    const store = await SqlLogStore.open(new PostgresDriver({ connectionString: DATABASE_URL }), { table });
+    try {
+      const record = logRecord({ modelRequested: 'asked', attempts: [{ target: 'config.targets[1]', provider: 'openai', model: 'm', status: 502, durationMs: 3.25, errorCode: 'AIGW_ERR_UPSTREAM_UNREACHABLE' }] });
+      await store.insertMany([record]);
+      assert.deepEqual(await store.get(record.id), record);
+      const { rows } = await admin.query(`SELECT attempts->0->>'status' AS status, jsonb_typeof(attempts) AS type FROM ${table}`);
+      assert.deepEqual(rows, [{ status: '502', type: 'array' }]);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('a table name that is not a plain identifier is refused before any SQL', async () => {
     await assert.rejects(SqlLogStore.open(new PostgresDriver({ connectionString: DATABASE_URL }), { table: 'logs; DROP TABLE x' }), RangeError);
   });

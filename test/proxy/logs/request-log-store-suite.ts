@@ -76,6 +76,12 @@ export function requestLogStoreSuite(name: string, create: () => Promise<Request
           errorCode: 'AIGW_ERR_UPSTREAM_TIMEOUT',
           status: 504,
           latencyMs: 30_001.25,
+          modelRequested: 'gpt-4o-mini',
+          attempts: [
+            { target: 'config.targets[0]', provider: 'openai', model: 'gpt-4o', status: 500, durationMs: 12.5, errorCode: undefined },
+            { target: 'config.targets[1]', provider: '@gone', model: undefined, status: null, durationMs: 0, errorCode: 'AIGW_ERR_UNKNOWN_PROVIDER', skipped: 'unresolved' },
+            { target: 'config.targets[2]', provider: 'openai', model: 'gpt-4o-mini', status: null, durationMs: 30_000, errorCode: 'AIGW_ERR_UPSTREAM_TIMEOUT' },
+          ],
         });
         const sparse = logRecord({ apiKeyId: undefined, workspace: undefined, provider: undefined, model: undefined });
         await store.insertMany([full, sparse]);

@@ -29,6 +29,29 @@ describe('sqlite request log store: the file and the thread', () => {
     }
   });
 
+  test('a table from before model_requested and attempts gets them on open; its rows read back as written', async () => {
+    const path = freshPath();
+    const { DatabaseSync } = await import('node:sqlite');
+    const old = new DatabaseSync(path);
+    old.exec(`CREATE TABLE request_logs (id TEXT NOT NULL PRIMARY KEY, trace_id TEXT NOT NULL, started_at INTEGER NOT NULL, method TEXT NOT NULL,
+      route TEXT NOT NULL, status INTEGER NOT NULL, latency_ms REAL NOT NULL, ttft_ms REAL, api_key_id TEXT, workspace TEXT, config_id TEXT,
+      target_path TEXT, provider TEXT, model TEXT, metadata TEXT, metadata_flat TEXT, prompt_tokens INTEGER, completion_tokens INTEGER,
+      total_tokens INTEGER, cache_status TEXT, retries INTEGER NOT NULL, guardrail_verdict TEXT, error_code TEXT)`);
+    old.exec(`INSERT INTO request_logs (id, trace_id, started_at, method, route, status, latency_ms, retries) VALUES ('old-1', 't', 1, 'POST', '/v1/chat/completions', 200, 5, 0)`);
+    old.close();
+    const store = await SqliteLogStore.open({ path });
+    try {
+      const before = await store.get('old-1');
+      assert.equal(before?.modelRequested, undefined);
+      assert.equal(before?.attempts, undefined);
+      const record = logRecord({ modelRequested: 'asked', attempts: [{ target: 'config', provider: 'openai', model: 'm', status: 200, durationMs: 1.5, errorCode: undefined }] });
+      await store.insertMany([record]);
+      assert.deepEqual(await store.get(record.id), record);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('opening a path that is not a database rejects, naming the file', async () => {
     const path = join(dir, 'not-a-directory');
     await writeFile(path, 'plain file');

@@ -174,15 +174,13 @@ function checkOperatorHost(target: ResolvedTarget, node: RoutingConfig, path: st
   const chosen = new URL(target.baseUrl);
   if (chosen.origin === own) return 'operator';
   const saved = savedProviderFor(node, state);
-  if (saved !== undefined) {
-    const home = own ?? homeOrigin(saved, state);
-    if (home === undefined || !providerOwnsBoth(saved.provider, home, chosen.hostname)) {
-      throw new GatewayError(
-        'AIGW_ERR_CREDENTIAL_HOST_CONFLICT',
-        `The request chose a host (${chosen.host}) for saved provider "@${saved.slug}"; its credentials go only to the host configured with it.`,
-        { param: HEADER.config },
-      );
-    }
+  // Regional hosts (Vertex AI, Bedrock) all belong to the provider: a region header may pick one.
+  if (saved !== undefined && PROVIDER_HOSTS[saved.provider]?.test(chosen.hostname) !== true) {
+    throw new GatewayError(
+      'AIGW_ERR_CREDENTIAL_HOST_CONFLICT',
+      `The request chose a host (${chosen.host}) for saved provider "@${saved.slug}"; its credentials go only to the host configured with it.`,
+      { param: HEADER.config },
+    );
   }
   return 'request';
 }

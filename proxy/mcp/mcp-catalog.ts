@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { GatewayState } from '../config/gateway-state.ts';
+import { compileGuardrails, EMPTY_GUARDRAILS, type CompiledGuardrails } from '../guardrails/compile-guardrails.ts';
+import { McpSettingsSchema } from './mcp-schema.ts';
 import type { McpGrant, McpServerEntry, McpSettings } from './mcp-schema.ts';
 
 // The MCP servers of one state snapshot, compiled once (cached per snapshot): the headers
@@ -38,6 +40,10 @@ export interface McpServer {
   admits(principal: McpPrincipal): boolean;
   /** The caller may see and call this tool (the server's own name). */
   allowsTool(principal: McpPrincipal, original: string): boolean;
+  /** input_guardrails on arguments, output_guardrails on results; undefined when none or unusable (then `guardrailProblem`). */
+  readonly guardrails: CompiledGuardrails | undefined;
+  /** Why the server's guardrails could not be compiled (calls then fail closed). */
+  readonly guardrailProblem: string | undefined;
 }
 
 export interface McpCatalog {
@@ -52,15 +58,15 @@ export function mcpCatalog(state: GatewayState): McpCatalog {
   if (catalog === undefined) {
     const servers = new Map<string, McpServer>();
     for (const entry of state.document.mcpServers ?? []) {
-      if (!servers.has(entry.name)) servers.set(entry.name, compileServer(entry, state.mcpCredentials?.get(entry.name)));
+      if (!servers.has(entry.name)) servers.set(entry.name, compileServer(entry, state.mcpCredentials?.get(entry.name), state));
     }
-    catalog = { servers, settings: state.document.mcp };
+    catalog = { servers, settings: state.document.mcp ?? McpSettingsSchema.parse({}) };
     compiled.set(state, catalog);
   }
   return catalog;
 }
 
-function compileServer(entry: McpServerEntry, secretHeaders: Readonly<Record<string, string>> | undefined): McpServer {
+function compileServer(entry: McpServerEntry, secretHeaders: Readonly<Record<string, string>> | undefined, state: GatewayState): McpServer {
   const headers = { ...entry.headers, ...secretHeaders };
   const include = entry.tools?.include === undefined ? undefined : new Set(entry.tools.include);
   const exclude = new Set(entry.tools?.exclude ?? []);
@@ -71,12 +77,28 @@ function compileServer(entry: McpServerEntry, secretHeaders: Readonly<Record<str
     .update(JSON.stringify([entry.transport, entry.url, entry.command, entry.args, entry.env, entry.cwd, headers]))
     .digest('hex')
     .slice(0, 16);
+  let guardrails: CompiledGuardrails | undefined;
+  let guardrailProblem: string | undefined;
+  if (entry.input_guardrails !== undefined || entry.output_guardrails !== undefined) {
+    const missing = [...(entry.input_guardrails ?? []), ...(entry.output_guardrails ?? [])].filter((id) => !state.guardrails.has(id));
+    if (missing.length > 0) guardrailProblem = `MCP server "${entry.name}" names unknown guardrails: ${missing.join(', ')}`;
+    else {
+      try {
+        guardrails = compileGuardrails({ input_guardrails: entry.input_guardrails, output_guardrails: entry.output_guardrails }, state.guardrails);
+      } catch (error) {
+        guardrailProblem = `MCP server "${entry.name}": ${(error as Error).message}`;
+      }
+    }
+    if (guardrails === EMPTY_GUARDRAILS) guardrails = undefined;
+  }
   const visible = (original: string): boolean => (include === undefined || include.has(original)) && !exclude.has(original);
   return {
     name: entry.name,
     entry,
     headers,
     fingerprint,
+    guardrails,
+    guardrailProblem,
     exposedTool(original) {
       if (!visible(original)) return undefined;
       const exposed = rename.get(original) ?? original;

@@ -68,6 +68,7 @@ export const MCP_ERROR = {
   rateLimited: -32029,
   forbidden: -32003,
   sessionNotFound: -32001,
+  guardrailDenied: -32004,
 } as const;
 
 const NO_SCHEMA_VALIDATOR = {
@@ -389,7 +390,11 @@ export class McpGateway {
           throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
         }
         await this.#admit(context, resolved.server, original);
-        return this.#call(context, resolved.server, 'tools/call', { ...request.params, name: original }, CompatibilityCallToolResultSchema, extra.signal);
+        const guard = resolved.server.guardrails === undefined && resolved.server.guardrailProblem === undefined ? undefined : await import('./mcp-guardrails.ts');
+        if (guard !== undefined) await guard.checkArguments(resolved.server, original, request.params.arguments, context.request.gateway.metadata, extra.signal, this.#deps.dispatcher);
+        const result = await this.#call(context, resolved.server, 'tools/call', { ...request.params, name: original }, CompatibilityCallToolResultSchema, extra.signal);
+        if (guard !== undefined) await guard.checkResult(resolved.server, original, result, context.request.gateway.metadata, extra.signal, this.#deps.dispatcher);
+        return result;
       });
     });
 
@@ -544,7 +549,7 @@ export class McpGateway {
       otelTraceId: request.gateway.span?.traceId,
       cacheStatus: undefined,
       retries: 0,
-      guardrailVerdict: undefined,
+      guardrailVerdict: failure?.code === MCP_ERROR.guardrailDenied ? 'deny' : undefined,
       errorCode,
     };
     sink(record);
@@ -618,6 +623,8 @@ function toMcpError(error: unknown): RpcError {
         return new RpcError(MCP_ERROR.upstreamUnavailable, error.message);
     }
   }
+  const coded = error as { code?: unknown; message?: unknown; data?: unknown };
+  if (error instanceof Error && typeof coded.code === 'number' && Number.isInteger(coded.code)) return new RpcError(coded.code, error.message, coded.data);
   if (isGatewayError(error)) return new RpcError(error.status === 429 ? MCP_ERROR.rateLimited : ErrorCode.InternalError, error.message);
   return new RpcError(ErrorCode.InternalError, 'Internal error.');
 }
@@ -632,6 +639,8 @@ function statusOfRpcError(code: number): number {
       return 429;
     case MCP_ERROR.forbidden:
       return 403;
+    case MCP_ERROR.guardrailDenied:
+      return 446;
     case MCP_ERROR.upstreamTimeout:
       return 504;
     case MCP_ERROR.upstreamUnavailable:
@@ -648,6 +657,8 @@ function errorCodeOf(code: number): string | undefined {
       return 'AIGW_ERR_INVALID_BODY';
     case MCP_ERROR.rateLimited:
       return 'AIGW_ERR_RATE_LIMITED';
+    case MCP_ERROR.guardrailDenied:
+      return 'AIGW_ERR_GUARDRAIL_DENIED';
     case MCP_ERROR.upstreamTimeout:
       return 'AIGW_ERR_UPSTREAM_TIMEOUT';
     case MCP_ERROR.upstreamUnavailable:

@@ -40,6 +40,8 @@ export const McpServerFieldsSchema = z.strictObject({
     .optional()
     .describe("Which of the server's tools are exposed, and under which names."),
   access: z.array(McpGrantSchema).optional().describe('Who may use this server; default: every gateway key.'),
+  input_guardrails: z.array(z.string().min(1)).optional().describe("Saved Guardrails run on every tool call's arguments (a denying one refuses the call)."),
+  output_guardrails: z.array(z.string().min(1)).optional().describe("Saved Guardrails run on every tool result's text (a denying one withholds the result)."),
   timeoutMs: z.number().int().min(100).max(600_000).default(60_000).describe('Longest wait for one answer of this server.'),
 });
 

@@ -36,7 +36,9 @@ before(async () => {
       void existing.handleRequest(request, response);
       return;
     }
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sessionId) => transports.set(sessionId, transport) });
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sessionId) => {
+      transports.set(sessionId, transport);
+    } });
     void growingServer().connect(transport).then(() => transport.handleRequest(request, response));
   });
   url = `${await listen(upstream)}/mcp`;

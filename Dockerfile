@@ -21,6 +21,8 @@ COPY bin ./bin
 COPY proxy ./proxy
 COPY operator ./operator
 COPY crds ./crds
+# The web console, built at build time and committed (npm run build:console; docs/console.md).
+COPY console/dist ./console/dist
 # `docker run <image>` with no mounts serves the example state (a random gateway API key is
 # printed at start); the chart and compose.yaml mount their own over /etc/aigateway/state.
 COPY gateway.example.yaml /etc/aigateway/state/gateway.yaml

@@ -47,6 +47,7 @@ Commands:
                                      default sqlite in the data dir; postgres uses --database-url)
                --log-retention-days <n>  delete request logs older than this (env AIGATEWAY_LOG_RETENTION_DAYS,
                                      default 30; 0 keeps them)
+               --console             serve the web console at /console (env AIGATEWAY_CONSOLE=true; docs/console.md)
                --batch-concurrency <n> batch lines in flight per process (env AIGATEWAY_BATCH_CONCURRENCY, default 8)
                --batch-lease-ms <n>  a silent batch worker is presumed dead after this (env AIGATEWAY_BATCH_LEASE_MS, default 10000)
                --kube-configmap <name>  in a pod: also watch the state ConfigMap (and --kube-secret) through the
@@ -144,6 +145,7 @@ async function serve(args: string[]): Promise<number> {
       'batch-lease-ms': { type: 'string' },
       'log-store': { type: 'string' },
       'log-retention-days': { type: 'string' },
+      console: { type: 'boolean' },
       'kube-configmap': { type: 'string' },
       'kube-secret': { type: 'string' },
     },
@@ -193,6 +195,7 @@ async function serve(args: string[]): Promise<number> {
     metrics,
     stateSource: kubeStateSourceOf(pick(values['kube-configmap'], 'AIGATEWAY_KUBE_CONFIGMAP'), pick(values['kube-secret'], 'AIGATEWAY_KUBE_SECRET'), env, logger),
     requestSink: requestLogging?.sink,
+    console: values.console === true || process.env['AIGATEWAY_CONSOLE'] === 'true',
     plugins: [batchesPluginOf(values, dataDir), ...(requestLogging === undefined ? [] : [requestLogging.routes])],
   });
   // The log store opens (on its worker) while the gateway starts.

@@ -5,6 +5,7 @@ import { authenticateMatchedRoute, isPublicRoute, PUBLIC_ROUTE } from './auth/ro
 import type { GatewayState } from './config/gateway-state.ts';
 import { normaliseVendorHeaders } from './config/vendor-names.ts';
 import { registerInferenceRoutes, type InferenceDeps } from './endpoints/inference-routes.ts';
+import { registerConfigurationRoutes } from './endpoints/configuration-routes.ts';
 import { guardPathParams } from './endpoints/path-param-check.ts';
 import { sendGatewayError } from './error-reply.ts';
 import { GatewayError, toErrorBody } from './errors.ts';
@@ -230,6 +231,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   }
 
   registerInferenceRoutes(app, options.inference);
+  registerConfigurationRoutes(app, { currentState: () => state, metrics });
   if (options.controlPlane !== undefined) void app.register(options.controlPlane);
   for (const plugin of options.plugins ?? []) void app.register(plugin);
 

@@ -23,6 +23,7 @@ import { CircuitBreakers, CIRCUIT_STATE_VALUE } from './resilience/circuit-break
 import type { RoutingRuntime } from './routing/execute-plan.ts';
 import { createUpstreamAgent } from './upstream/upstream-agent.ts';
 import { mcpPlugin } from './mcp/mcp-plugin.ts';
+import { consolePlugin } from './console/console-routes.ts';
 import { SECRET_KEY_ENV } from './batches/batch-credential-seal.ts';
 import { setPlainAnswerLimits } from './upstream/plain-answer-limits.ts';
 import { StateLoadError } from './errors.ts';
@@ -60,6 +61,8 @@ export interface StartGatewayOptions {
   plugins?: ReadonlyArray<(host: GatewayHost) => FastifyPluginAsync>;
   /** Receives a record of every finished /v1 request (the request log store). */
   requestSink?: RequestRecordSink;
+  /** Serve the web console at /console (docs/console.md); default off. */
+  console?: boolean;
   /** Serve /metrics on this port instead of the client-facing one (e.g. one only the cluster's Prometheus can reach). */
   metricsPort?: number;
   /** Most /v1 requests in flight at once; beyond it, a fast 503 with retry-after (default 2048). */
@@ -247,6 +250,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
         now,
       }),
       ...(options.plugins?.map((build) => build(gatewayHost)) ?? []),
+      ...(options.console === true ? [consolePlugin()] : []),
     ],
     requestSink: options.requestSink,
     maxInFlight: options.maxInFlight,

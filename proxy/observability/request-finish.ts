@@ -29,6 +29,9 @@ export interface FinishDeps {
 }
 
 const UNRECORDED = new Set(['/metrics', '/health', '/ready']);
+// Reading the request log and the configuration does not write to the log: a console polling
+// them all day would otherwise fill the store with its own reads (docs/console.md).
+const UNLOGGED_READS = new Set(['/v1/logs', '/v1/logs/:id', '/v1/analytics/summary', '/v1/configuration']);
 
 /** Called once the context exists (first thing in onRequest). */
 export function armRequestFinish(request: FastifyRequest, reply: FastifyReply, deps: FinishDeps): void {
@@ -108,7 +111,7 @@ export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps
     containFailure(deps, 'log', error);
   }
   try {
-    if (record !== undefined && deps.requestSink !== undefined && route.startsWith('/v1/')) deps.requestSink(record);
+    if (record !== undefined && deps.requestSink !== undefined && route.startsWith('/v1/') && !UNLOGGED_READS.has(route)) deps.requestSink(record);
   } catch (error) {
     containFailure(deps, 'log_store', error);
   }

@@ -50,6 +50,8 @@ export interface HarnessOptions {
   maxInFlight?: number;
   maxInFlightPerKey?: number;
   cacheStore?: ResponseCacheStore;
+  /** Serve the web console at /console. */
+  console?: boolean;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -88,6 +90,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     maxInFlight: options.maxInFlight,
     maxInFlightPerKey: options.maxInFlightPerKey,
     cacheStore: options.cacheStore,
+    console: options.console,
   });
   let counter = 0;
   return {

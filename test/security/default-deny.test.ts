@@ -16,11 +16,16 @@ import { sendRaw, statusOf } from './raw-http.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 import { eventually } from '../helpers/eventually.ts';
 
-// RFC 9728 metadata must be readable before a client has a token (docs/mcp.md).
+// RFC 9728 metadata must be readable before a client has a token (docs/mcp.md). The web
+// console's page and bundle hold no secret (docs/console.md).
 const PUBLIC = [
   'GET /.well-known/oauth-protected-resource',
   'GET /.well-known/oauth-protected-resource/mcp',
   'GET /.well-known/oauth-protected-resource/mcp/:server',
+  'GET /console',
+  'GET /console/console.css',
+  'GET /console/console.js',
+  'GET /console/favicon.svg',
   'GET /health',
   'GET /metrics',
   'GET /ready',
@@ -45,6 +50,7 @@ before(async () => {
     state: baseState(),
     requestSink: logging?.sink,
     plugins: [batchesPlugin({ store: { kind: 'sqlite', path: join(dataDir, 'batches.sqlite') } }), ...(logging === undefined ? [] : [logging.routes])],
+    console: true,
   });
   await harness.writeState(baseState({ apiKeys: [...(baseState()['apiKeys'] as unknown[]), { id: 'inference-only', key: INFERENCE_ONLY_KEY, scopes: ['inference'] }] }));
   // The reload is seen when the new key authenticates.
@@ -86,13 +92,13 @@ function spellings(path: string, origin: string): string[] {
 }
 
 describe('default deny on the matched route', () => {
-  test('the public list is exactly health, readiness and metrics', () => {
+  test('the public list is exactly health, readiness, metrics, OAuth metadata and the console\'s static files', () => {
     const routes = harness.gateway.server.routes();
     const publicRoutes = routes.filter((route) => route.public).map((route) => `${route.method} ${route.url}`).sort();
     assert.deepEqual(publicRoutes, PUBLIC);
     // The table is the whole gateway: inference, files, batches, fine-tuning, logs, policies, prompts.
     const urls = new Set(routes.map((route) => route.url));
-    for (const url of ['/v1/chat/completions', '/v1/files', '/v1/batches', '/v1/fine_tuning/jobs', '/v1/logs', '/v1/policies/rate-limits', '/mcp', '/mcp/:server']) {
+    for (const url of ['/v1/chat/completions', '/v1/files', '/v1/batches', '/v1/fine_tuning/jobs', '/v1/logs', '/v1/policies/rate-limits', '/v1/configuration', '/mcp', '/mcp/:server']) {
       assert.ok(urls.has(url), `${url} is in the route table`);
     }
     assert.ok(routes.length >= 25, `the route table has every plugin's routes (${routes.length})`);

@@ -1,0 +1,284 @@
+// The web console end to end in a real browser: Debian's headless Chromium driven by
+// playwright-core (no browser download) against a running gateway with a mock provider
+// and the SQLite request log. Sign-in, filtering, a request's detail (a fallback's
+// attempts), the spend charts, the configuration view, the playground's streamed answer
+// and route, keyboard focus and labels, and the console behind a path prefix (an Ingress).
+// Any console error, page error or CSP violation fails the test.
+// With CONSOLE_SCREENSHOTS=<dir> it also writes the screenshots docs/console.md shows.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { pino } from 'pino';
+import { startRequestLogging, type RequestLogging } from '../../proxy/logs/request-logging.ts';
+import { createGatewayMetrics } from '../../proxy/observability/gateway-metrics.ts';
+import { DEFAULT_REPLY_TEXT, startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
+
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const SKIP = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (apt-get install chromium)`;
+const PROVIDER_KEY = 'sk-console-upstream-secret-0123456789';
+const SCREENSHOTS = process.env['CONSOLE_SCREENSHOTS'];
+
+let dir: string;
+let mock: MockOpenAI;
+let logging: RequestLogging | undefined;
+let harness: Harness;
+let browser: Browser;
+let prefixProxy: Server;
+let prefixOrigin: string;
+
+function state(): Record<string, unknown> {
+  return baseState({
+    providers: [
+      { slug: 'mock', provider: 'openai', apiKey: PROVIDER_KEY, customHost: mock.url },
+      // Nothing listens on port 1: the fallback's first target fails and the second answers.
+      { slug: 'down', provider: 'openai', apiKey: PROVIDER_KEY, customHost: 'http://127.0.0.1:1/v1' },
+    ],
+    configs: [
+      {
+        id: 'fallback-prod',
+        config: {
+          strategy: { mode: 'fallback' },
+          targets: [
+            { name: 'primary', provider: '@down', override_params: { model: 'gpt-4o' }, cb_config: { failure_threshold: 1, cooldown_interval: 60_000 } },
+            { name: 'backup', provider: '@mock', override_params: { model: 'gpt-4o-mini' } },
+          ],
+        },
+      },
+    ],
+    models: [{ name: 'gpt-4o-mini', target: '@mock' }],
+    rateLimitPolicies: [{ id: 'per-key', type: 'requests', unit: 'rpm', value: 1000, conditions: [{ key: 'workspace_id', value: 'default' }], group_by: [{ key: 'api_key' }] }],
+  });
+}
+
+async function chat(body: Record<string, unknown>, headers: Record<string, string>): Promise<number> {
+  const response = await fetch(`${harness.gateway.url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-gateway-api-key': TEST_GATEWAY_KEY, ...headers },
+    body: JSON.stringify({ messages: [{ role: 'user', content: 'hello' }], ...body }),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+/** A page that records every console error, page error and CSP violation. */
+async function openPage(context: BrowserContext): Promise<{ page: Page; problems: string[] }> {
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error' || message.type() === 'warning') problems.push(`console ${message.type()}: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  // Injected by the browser (not by the page), so the CSP does not stop it.
+  await page.addInitScript({
+    content: "document.addEventListener('securitypolicyviolation', (event) => console.error('CSP violation: ' + event.violatedDirective + ' ' + event.blockedURI));",
+  });
+  return { page, problems };
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  if (SCREENSHOTS !== undefined) await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+before(async () => {
+  if (SKIP !== false) return;
+  dir = await mkdtemp(join(tmpdir(), 'aigw-console-'));
+  mock = await startMockOpenAI({ apiKey: PROVIDER_KEY });
+  logging = await startRequestLogging({
+    kind: 'sqlite',
+    dataDir: dir,
+    databaseUrl: undefined,
+    retentionDays: 1,
+    metrics: createGatewayMetrics(),
+    logger: pino({ level: 'silent' }),
+  });
+  harness = await startHarness({ state: state(), requestSink: logging?.sink, plugins: logging === undefined ? [] : [logging.routes], console: true });
+  await logging?.ready;
+  // Traffic to look at: two teams, an error, and a fallback past a dead target.
+  assert.equal(await chat({ model: 'gpt-4o-mini' }, { 'x-gateway-trace-id': 'trace-search-1', 'x-gateway-metadata': '{"team":"search"}' }), 200);
+  assert.equal(await chat({ model: 'gpt-4o-mini' }, { 'x-gateway-trace-id': 'trace-ads-1', 'x-gateway-metadata': '{"team":"ads"}' }), 200);
+  assert.equal(await chat({ model: 'no-such-model' }, { 'x-gateway-trace-id': 'trace-bad-1' }), 404);
+  assert.equal(await chat({ model: 'gpt-4o' }, { 'x-gateway-trace-id': 'trace-fallback-1', 'x-gateway-config': 'fallback-prod' }), 200);
+  // A path-prefixed Ingress: /gw/... reaches the gateway with the prefix stripped.
+  const gatewayUrl = new URL(harness.gateway.origin);
+  prefixProxy = createServer((incoming, outgoing) => {
+    if (!incoming.url?.startsWith('/gw/')) return void outgoing.writeHead(404).end();
+    const forward = httpRequest(
+      { host: gatewayUrl.hostname, port: gatewayUrl.port, method: incoming.method, path: incoming.url.slice(3), headers: incoming.headers },
+      (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      },
+    );
+    forward.on('error', () => outgoing.destroy());
+    incoming.pipe(forward);
+  });
+  await new Promise<void>((resolve) => prefixProxy.listen(0, '127.0.0.1', resolve));
+  const address = prefixProxy.address();
+  prefixOrigin = typeof address === 'object' && address !== null ? `http://127.0.0.1:${address.port}` : '';
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    // launch() gives the browser a fresh temporary profile of its own (--user-data-dir).
+  });
+  // Every record is in the log before the browser looks.
+  await eventually(async () => {
+    const response = await fetch(`${harness.gateway.url}/logs?limit=10`, { headers: { 'x-gateway-api-key': TEST_GATEWAY_KEY } });
+    return ((await response.json()) as { data: unknown[] }).data.length >= 4;
+  }, 'four request log records', { timeoutMs: 10_000 });
+});
+
+after(async () => {
+  await browser?.close();
+  await new Promise((resolve) => (prefixProxy === undefined ? resolve(undefined) : prefixProxy.close(resolve)));
+  await harness?.close();
+  await logging?.close();
+  await mock?.close();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+describe('the web console in Chromium', { skip: SKIP }, () => {
+  test('sign-in, requests, detail, spend, configuration and playground, with no console error', { timeout: 60_000 }, async () => {
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    const { page, problems } = await openPage(context);
+    try {
+      const response = await page.goto(`${harness.gateway.origin}/console`);
+      assert.equal(response?.status(), 200);
+      assert.match(page.url(), /\/console\/$/);
+      const csp = response?.headers()['content-security-policy'] ?? '';
+      assert.match(csp, /default-src 'self'/);
+      assert.match(csp, /script-src 'self'(;|$)/);
+      assert.match(csp, /style-src 'self'(;|$)/);
+      assert.equal(response?.headers()['x-content-type-options'], 'nosniff');
+
+      // Sign-in: a labelled field; the key goes to sessionStorage only.
+      await page.getByLabel('Gateway API key (admin scope)').fill(TEST_GATEWAY_KEY);
+      await shot(page, 'sign-in');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('navigation', { name: 'Console' }).waitFor();
+      const storage = await page.evaluate('({ local: localStorage.length, session: Object.keys(sessionStorage), cookie: document.cookie })');
+      assert.deepEqual(storage, { local: 0, session: ['aigateway.console.key'], cookie: '' });
+      assert.equal(await page.content().then((html) => html.includes(TEST_GATEWAY_KEY)), false, 'the key is not in the page');
+
+      // Requests: every seeded request is listed, with its model and trace id.
+      const table = page.locator('table.requests tbody');
+      await table.getByText('trace-fallback-1').waitFor();
+      for (const trace of ['trace-search-1', 'trace-ads-1', 'trace-bad-1']) await table.getByText(trace).waitFor();
+      await shot(page, 'requests');
+
+      // Filtering by metadata, then by status class.
+      await page.getByLabel('Metadata').fill('team=search');
+      await page.getByRole('button', { name: 'Apply filters' }).click();
+      await eventually(async () => (await table.locator('tr').count()) === 1, 'only the search team row');
+      assert.equal(await table.getByText('trace-search-1').count(), 1);
+      await page.getByRole('button', { name: 'Clear' }).click();
+      await page.getByLabel('Status').fill('4xx');
+      await page.getByRole('button', { name: 'Apply filters' }).click();
+      await eventually(async () => (await table.locator('tr').count()) === 1, 'only the 404 row');
+      assert.equal(await table.getByText('trace-bad-1').count(), 1);
+      await page.getByLabel('Status').fill('');
+      await page.getByLabel('Trace id').fill('trace-fallback-1');
+      await page.getByRole('button', { name: 'Apply filters' }).click();
+      await eventually(async () => (await table.locator('tr').count()) === 1, 'only the fallback row');
+
+      // Detail: the fallback's two attempts, the dead target first.
+      await page.getByRole('button', { name: 'Details of request trace-fallback-1' }).click();
+      const detail = page.getByRole('region', { name: /Request trace-fallback-1/ });
+      await detail.locator('table.attempts tbody tr').nth(1).waitFor();
+      const attempts = await detail.locator('table.attempts tbody tr').allInnerTexts();
+      assert.equal(attempts.length, 2);
+      assert.match(attempts[0] ?? '', /config\.targets\[0\]/);
+      assert.match(attempts[1] ?? '', /config\.targets\[1\][\s\S]*200/);
+      assert.match(await detail.innerText(), /fallback-prod/);
+      await shot(page, 'request-detail');
+      await page.keyboard.press('Escape');
+      await detail.waitFor({ state: 'detached' });
+
+      // Spend & health: totals and five charts drawn.
+      await page.getByRole('link', { name: 'Spend & health' }).click();
+      await eventually(async () => (await page.locator('.chart canvas').count()) >= 5, 'five charts');
+      assert.match(await page.locator('.cards').innerText(), /Requests\s*4/);
+      await page.locator('table.groups').getByText('gpt-4o-mini').first().waitFor();
+      await shot(page, 'spend');
+
+      // Configuration: the served hash, the routing tree with the tripped breaker, no provider key.
+      await page.getByRole('link', { name: 'Configuration' }).click();
+      const ready = (await (await fetch(`${harness.gateway.origin}/ready`)).json()) as { config_hash: string };
+      await page.getByTestId('state-hash').getByText(ready.config_hash).waitFor();
+      const tree = page.getByRole('article', { name: 'Routing tree of fallback-prod' });
+      assert.match(await tree.innerText(), /fallback[\s\S]*primary[\s\S]*circuit open[\s\S]*backup/);
+      const configText = await page.locator('main').innerText();
+      assert.match(configText, /mock[\s\S]*set \(hidden\)/);
+      assert.match(configText, /per-key/);
+      assert.equal((await page.content()).includes(PROVIDER_KEY), false, 'no provider key in the page');
+      await shot(page, 'configuration');
+
+      // Playground: the streamed answer, then the route and cost from the log.
+      await page.getByRole('link', { name: 'Playground' }).click();
+      await page.getByLabel('Model or saved config').selectOption('model:gpt-4o-mini');
+      await page.getByLabel('Message').fill('Say hello');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.getByTestId('answer').getByText(DEFAULT_REPLY_TEXT).waitFor();
+      const route = page.getByTestId('route');
+      await route.waitFor({ timeout: 15_000 });
+      assert.match(await route.innerText(), /Provider\s*openai[\s\S]*Model served\s*gpt-4o-mini[\s\S]*Cost\s*\$\d/);
+      await shot(page, 'playground');
+
+      assert.deepEqual(problems, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('keyboard and labels: every control is labelled; the nav works from the keyboard and moves focus to the page', { timeout: 30_000 }, async () => {
+    const context = await browser.newContext();
+    const { page, problems } = await openPage(context);
+    try {
+      await page.goto(`${harness.gateway.origin}/console/`);
+      await page.getByLabel('Gateway API key (admin scope)').focus();
+      await page.keyboard.type(TEST_GATEWAY_KEY);
+      await page.keyboard.press('Enter');
+      await page.getByRole('navigation', { name: 'Console' }).waitFor();
+      for (const name of ['Requests', 'Spend & health', 'Configuration', 'Playground']) {
+        await page.getByRole('link', { name }).click();
+        const unlabelled = await page.evaluate(
+          "[...document.querySelectorAll('input, select, textarea')].filter((element) => element.labels.length === 0 && !element.getAttribute('aria-label')).map((element) => element.outerHTML)",
+        );
+        assert.deepEqual(unlabelled, [], `unlabelled controls on ${name}`);
+      }
+      // Tab through the header to the Requests link and follow it with Enter.
+      await page.getByRole('link', { name: 'Configuration' }).focus();
+      await page.keyboard.press('Shift+Tab');
+      await page.keyboard.press('Shift+Tab');
+      const focused = (what: string): Promise<unknown> => page.evaluate(`document.activeElement?.${what}`);
+      assert.equal(await focused('textContent'), 'Requests');
+      await page.keyboard.press('Enter');
+      await eventually(async () => (await focused('tagName')) === 'H1', 'focus on the page heading');
+      assert.equal(await focused('textContent'), 'Requests');
+      assert.deepEqual(problems, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('behind a path prefix (an Ingress at /gw/) the console loads, signs in and reads the logs through relative URLs', { timeout: 30_000 }, async () => {
+    const context = await browser.newContext();
+    const { page, problems } = await openPage(context);
+    try {
+      await page.goto(`${prefixOrigin}/gw/console`);
+      assert.match(page.url(), /\/gw\/console\/$/);
+      await page.getByLabel('Gateway API key (admin scope)').fill(TEST_GATEWAY_KEY);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.locator('table.requests tbody').getByText('trace-ads-1').waitFor();
+      assert.deepEqual(problems, []);
+    } finally {
+      await context.close();
+    }
+  });
+});

@@ -2,7 +2,9 @@ import type { RequestLogStore } from './request-log-store.ts';
 
 // Retention: records older than retentionMs are deleted shortly after start and then every
 // intervalMs. With several replicas on one PostgreSQL each runs it; the deletes are
-// idempotent and chunked, so that costs a few cheap queries, not correctness.
+// idempotent and chunked, so that costs a few cheap queries, not correctness. A store
+// partitioned by day (PostgreSQL) is asked for whole days: a pass drops the partitions that
+// are wholly past the retention, and records live up to one day longer than retentionMs.
 
 export interface LogRetentionOptions {
   retentionMs: number;
@@ -28,8 +30,9 @@ export function startLogRetention(store: RequestLogStore, options: LogRetentionO
   let stopped = false;
 
   const runOnce = (): Promise<number> => {
+    const cutoff = now() - options.retentionMs;
     running ??= store
-      .deleteOlderThan(now() - options.retentionMs)
+      .deleteOlderThan(store.retentionCutoff?.(cutoff) ?? cutoff)
       .then(
         (deleted) => {
           if (deleted > 0) options.logger?.info({ deleted }, 'request log retention pass');

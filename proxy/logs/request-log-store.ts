@@ -86,6 +86,11 @@ export interface RequestLogStore {
   summary(filter: LogFilter, groupBy: SummaryGroupBy | undefined): Promise<AnalyticsSummary>;
   /** Deletes records that started before `cutoffMs` (epoch ms); returns how many. */
   deleteOlderThan(cutoffMs: number): Promise<number>;
+  /**
+   * The cutoff retention should ask for instead of `cutoffMs` (never later): a store
+   * partitioned by day rounds down to its day, so a pass drops whole partitions.
+   */
+  retentionCutoff?(cutoffMs: number): number;
   close(): Promise<void>;
 }
 

@@ -8,6 +8,12 @@ import type { RequestLogStore } from './request-log-store.ts';
 // than the traffic the queue fills, and further records are dropped and counted rather
 // than held: memory stays bounded and requests never wait for the log.
 //
+// A batch that fails because the store is unreachable (a PostgreSQL outage: refused or
+// reset connections, connect timeouts, the server shutting down) goes back to the head of
+// the queue and is retried with backoff, so an outage costs records only once the queue is
+// full (counted as queue_full). A batch the store refuses for what it holds is dropped and
+// counted as write_failed: retrying it would block every later record.
+//
 //   const writer = createRequestLogWriter(store, { metrics: gatewayMetrics, logger });
 //   startGateway({ …, requestSink: writer.sink });   …   await writer.close();
 
@@ -23,6 +29,13 @@ export interface RequestLogWriterOptions {
   logger?: { error(object: object, message: string): void };
   /** Least time between two write-error log lines; the ones between are counted. Default 10 s. */
   errorLogIntervalMs?: number;
+  /** Whether a failed insert is worth retrying (the store unreachable). Default isTransientStoreError. */
+  isTransient?: (error: unknown) => boolean;
+  /** Wait before the first retry of a batch; doubles per failure up to retryMaxMs. Default 250 ms. */
+  retryMinMs?: number;
+  /** Longest wait between retries. Default 10 s. */
+  retryMaxMs?: number;
+  logInfo?: (object: object, message: string) => void;
 }
 
 export interface RequestLogWriterStats {
@@ -30,6 +43,8 @@ export interface RequestLogWriterStats {
   readonly written: number;
   readonly dropped: { readonly queueFull: number; readonly writeFailed: number; readonly closed: number };
   readonly failedBatches: number;
+  /** Batch writes that failed with the store unreachable and were queued again. */
+  readonly retriedBatches: number;
 }
 
 export interface RequestLogWriter {
@@ -53,13 +68,23 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
   const batchSize = options.batchSize ?? 200;
   const flushIntervalMs = options.flushIntervalMs ?? 1_000;
   const errorLogIntervalMs = options.errorLogIntervalMs ?? 10_000;
-  if (!(maxQueue >= 1 && batchSize >= 1 && flushIntervalMs > 0)) throw new RangeError('maxQueue, batchSize and flushIntervalMs must be positive');
+  const isTransient = options.isTransient ?? isTransientStoreError;
+  const retryMinMs = options.retryMinMs ?? 250;
+  const retryMaxMs = options.retryMaxMs ?? 10_000;
+  if (!(maxQueue >= 1 && batchSize >= 1 && flushIntervalMs > 0 && retryMinMs > 0 && retryMaxMs >= retryMinMs)) {
+    throw new RangeError('maxQueue, batchSize, flushIntervalMs and the retry delays must be positive');
+  }
 
   let queue: RequestRecord[] = [];
   let accepted = 0; // records ever queued
   let settled = 0; // of those, written or failed
   let written = 0;
   let failedBatches = 0;
+  let retriedBatches = 0;
+  // While the store is unreachable: the pending retry, and the delay before the next one.
+  let backoff: { timer: NodeJS.Timeout; done: Promise<void>; fire: () => void } | undefined;
+  let retryDelayMs = retryMinMs;
+  let outageSince: number | undefined;
   const dropped = { queue_full: 0, write_failed: 0, closed: 0 };
   let inFlight: Promise<void> | undefined;
   let pumpScheduled = false;
@@ -82,8 +107,10 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
   };
 
   // Writes one batch; the next starts only when it is done (one insert in flight at a time).
+  // While backing off from an unreachable store, waits for the retry instead.
   function writeNext(): Promise<void> {
     if (inFlight !== undefined) return inFlight;
+    if (backoff !== undefined) return backoff.done;
     if (queue.length === 0) return Promise.resolve();
     const batch = queue.length <= batchSize ? queue : queue.slice(0, batchSize);
     queue = queue.length <= batchSize ? [] : queue.slice(batchSize);
@@ -92,23 +119,55 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
       () => {
         written += batch.length;
         series?.written.inc(batch.length);
+        settled += batch.length;
+        retryDelayMs = retryMinMs;
+        if (outageSince !== undefined) {
+          options.logInfo?.({ unreachable_ms: Date.now() - outageSince, queued: queue.length }, 'request log store reachable again; writing the queued records');
+          outageSince = undefined;
+        }
       },
       (error: unknown) => {
         failedBatches++;
         series?.writeErrors.inc();
+        if (!closed && isTransient(error)) {
+          // Back to the head of the queue, in order; new records still go behind it.
+          retriedBatches++;
+          queue = queue.length === 0 ? batch : batch.concat(queue);
+          outageSince ??= Date.now();
+          startBackoff();
+          logWriteError(error, batch.length, 'request log store unreachable; records kept and retried');
+          return;
+        }
+        settled += batch.length;
         drop('write_failed', batch.length);
-        logWriteError(error, batch.length);
+        logWriteError(error, batch.length, 'request log write failed; records dropped');
       },
     ).finally(() => {
-      settled += batch.length;
       inFlight = undefined;
       if (queue.length >= batchSize) schedulePump();
     });
     return inFlight;
   }
 
+  function startBackoff(): void {
+    let fire!: () => void;
+    const done = new Promise<void>((resolve) => {
+      fire = () => {
+        if (backoff?.done !== done) return;
+        clearTimeout(backoff.timer);
+        backoff = undefined;
+        resolve();
+        schedulePump();
+      };
+    });
+    const timer = setTimeout(() => fire(), retryDelayMs);
+    timer.unref();
+    backoff = { timer, done, fire };
+    retryDelayMs = Math.min(retryDelayMs * 2, retryMaxMs);
+  }
+
   function schedulePump(): void {
-    if (pumpScheduled || inFlight !== undefined) return;
+    if (pumpScheduled || inFlight !== undefined || backoff !== undefined || queue.length === 0) return;
     pumpScheduled = true;
     // Never write from inside the sink: the sink runs in the server's onResponse hook.
     setImmediate(() => {
@@ -117,15 +176,15 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
     });
   }
 
-  function logWriteError(error: unknown, records: number): void {
+  function logWriteError(error: unknown, records: number, message: string): void {
     const now = Date.now();
     if (now - lastErrorLogAt < errorLogIntervalMs) {
       unloggedErrors++;
       return;
     }
     lastErrorLogAt = now;
-    const message = error instanceof Error ? error.message : String(error);
-    options.logger?.error({ err: { message }, records, earlier_failures_not_logged: unloggedErrors }, 'request log write failed; records dropped');
+    const reason = error instanceof Error ? error.message : String(error);
+    options.logger?.error({ err: { message: reason }, records, earlier_failures_not_logged: unloggedErrors }, message);
     unloggedErrors = 0;
   }
 
@@ -143,6 +202,8 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
     async close(closeOptions = {}) {
       closed = true;
       clearInterval(timer);
+      // One last try now rather than after the backoff; a failure then drops (write_failed).
+      backoff?.fire();
       let deadline: NodeJS.Timeout | undefined;
       const timedOut = new Promise<boolean>((resolve) => {
         deadline = setTimeout(() => resolve(true), closeOptions.timeoutMs ?? 5_000);
@@ -160,6 +221,7 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
       written,
       dropped: { queueFull: dropped.queue_full, writeFailed: dropped.write_failed, closed: dropped.closed },
       failedBatches,
+      retriedBatches,
     }),
   };
 }
@@ -204,4 +266,25 @@ function writerSeries(registry: Registry, queueDepth: () => number): WriterSerie
   // Zero series from the start, so dashboards and alerts see 0 rather than no data.
   for (const reason of ['queue_full', 'write_failed', 'closed'] as const) dropped.inc({ reason }, 0);
   return { dropped, written, writeErrors };
+}
+
+// Node's socket errors and pg's own messages when the server cannot be reached.
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+const UNREACHABLE_MESSAGES = /connection terminated|timeout exceeded when trying to connect|query read timeout|connection error|not queryable|database is locked/i;
+
+/**
+ * A store error that says nothing about the records: the database is unreachable, shutting
+ * down, out of connections or busy. SQLSTATE classes 08 (connection), 53 (resources),
+ * 57P01–57P05 (shutdown, cannot connect now), 40001/40P01 and 55P03 (conflicts, retried).
+ */
+export function isTransientStoreError(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (UNREACHABLE_CODES.has(code)) return true;
+    if (/^(08|53)[0-9A-Z]{3}$/.test(code) || /^57P0[1-5]$/.test(code) || code === '40001' || code === '40P01' || code === '55P03') return true;
+  }
+  if (error instanceof AggregateError && error.errors.some(isTransientStoreError)) return true;
+  const message = (error as { message?: unknown }).message;
+  return typeof message === 'string' && UNREACHABLE_MESSAGES.test(message);
 }

@@ -1,5 +1,5 @@
 import type { RequestRecord } from '../observability/request-record.ts';
-import { num, type SqlDialect, type SqlDriver, type SqlValue } from '../sql/sql-driver.ts';
+import { num, type SqlDialect, type SqlDriver, type SqlExecutor, type SqlValue } from '../sql/sql-driver.ts';
 import {
   ADDED_COLUMNS,
   EMPTY_STATS,
@@ -35,7 +35,19 @@ import {
 export interface SqlLogStoreOptions {
   /** Table, optionally schema-qualified (`logs.request_logs`). Default per dialect. */
   readonly table?: string;
+  /** The clock partitions are made ahead of (PostgreSQL). Default Date.now. */
+  readonly now?: () => number;
 }
+
+const DAY_MS = 86_400_000;
+/** Daily partitions kept made ahead of today (and yesterday, for a clock a little behind). */
+const PARTITION_DAYS_AHEAD = 3;
+/** How often a store checks that the coming days' partitions exist. */
+const PARTITION_CHECK_MS = 3_600_000;
+/** DDL on the shared table waits at most this long for a lock, then tries again later. */
+const DDL_LOCK_TIMEOUT = '3s';
+/** A dropped partition's rows are counted exactly up to this size; above it pg's estimate is used. */
+const EXACT_COUNT_LIMIT = 100_000;
 
 const DELETE_CHUNK = 5_000;
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
@@ -47,9 +59,10 @@ interface Dialect {
   readonly selectList: string;
   /** An epoch-ms instant as the column's type binds it. */
   bindTime(ms: number): SqlValue;
-  /** Inserts the rows with as few statements as the database allows (ON CONFLICT (id) DO NOTHING). */
+  /** Inserts the rows with as few statements as the database allows (ON CONFLICT DO NOTHING). */
   insert(driver: SqlDriver, table: string, rows: ReadonlyArray<Record<LogColumn, unknown>>): Promise<void>;
-  createSchema(driver: SqlDriver, table: string): Promise<void>;
+  /** Creates what is missing; says whether the table is partitioned by day (PostgreSQL). */
+  createSchema(driver: SqlDriver, table: string): Promise<{ partitioned: boolean }>;
 }
 
 /** JSON path of one metadata key: `$."key"` (keys with `"` or `\` are refused upstream). */
@@ -129,6 +142,7 @@ CREATE INDEX IF NOT EXISTS ${table}_trace ON ${table} (trace_id);`);
     for (const [column, type] of ADDED_COLUMNS) {
       if (!present.has(column)) await driver.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${SQLITE_TYPES[type]}`);
     }
+    return { partitioned: false };
   },
 };
 
@@ -188,7 +202,8 @@ const POSTGRES: Dialect = {
     // One statement a batch: each column as an array, unnested into rows.
     const columns = LOG_COLUMNS.map((column) => rows.map((row) => (column === 'started_at' ? new Date(row.started_at as number).toISOString() : row[column])));
     const unnest = LOG_COLUMNS.map((column, index) => `$${index + 1}::${ARRAY_TYPES[column]}`).join(', ');
-    await driver.query(`INSERT INTO ${table} (${LOG_COLUMNS.join(', ')}) SELECT * FROM unnest(${unnest}) ON CONFLICT (id) DO NOTHING`, columns as SqlValue[]);
+    // No conflict target: a partitioned table's key is (id, started_at), an older table's id.
+    await driver.query(`INSERT INTO ${table} (${LOG_COLUMNS.join(', ')}) SELECT * FROM unnest(${unnest}) ON CONFLICT DO NOTHING`, columns as SqlValue[]);
   },
   async createSchema(driver, table) {
     const base = table.replace('.', '_');
@@ -197,19 +212,29 @@ const POSTGRES: Dialect = {
     // With everything in place no DDL runs: ALTER TABLE and CREATE INDEX lock the table even
     // when there is nothing to do, and a replica starting beside busy ones would wait on (or
     // deadlock with) their writes. This check is a catalog read.
-    const [present] = await driver.query(
-      `SELECT (SELECT array_agg(attname::text) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns,
-              (SELECT count(*)::int FROM json_array_elements_text($2::json) AS name WHERE to_regclass(name) IS NOT NULL) AS indexes`,
-      [table, JSON.stringify(indexes)],
-    );
-    const columns = new Set((present?.['columns'] as string[] | null) ?? []);
-    if (present?.['indexes'] === indexes.length && ADDED_COLUMNS.every(([column]) => columns.has(column))) return;
-    await driver.transaction(async (tx) => {
+    const inspect = async (executor: SqlExecutor): Promise<{ complete: boolean; partitioned: boolean }> => {
+      const [present] = await executor.query(
+        `SELECT (SELECT array_agg(attname::text) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns,
+                (SELECT count(*)::int FROM json_array_elements_text($2::json) AS name WHERE to_regclass(name) IS NOT NULL) AS indexes,
+                (SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1)) AS kind`,
+        [table, JSON.stringify(indexes)],
+      );
+      const columns = new Set((present?.['columns'] as string[] | null) ?? []);
+      return {
+        complete: present?.['indexes'] === indexes.length && ADDED_COLUMNS.every(([column]) => columns.has(column)),
+        partitioned: present?.['kind'] === 'p',
+      };
+    };
+    const before = await inspect(driver);
+    if (before.complete) return { partitioned: before.partitioned };
+    return driver.transaction(async (tx) => {
       // Replicas starting together would race on CREATE … IF NOT EXISTS; one at a time.
       await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`aigateway:${table}`]);
+      // A new table is partitioned by day, so retention drops whole days; a table made by an
+      // earlier release (one plain table) is kept as it is and keeps working (docs/operations.md).
       await tx.query(`
         CREATE TABLE IF NOT EXISTS ${table} (
-          id text COLLATE "C" NOT NULL PRIMARY KEY,
+          id text COLLATE "C" NOT NULL,
           trace_id text NOT NULL,
           started_at timestamptz NOT NULL,
           method text NOT NULL,
@@ -231,8 +256,12 @@ const POSTGRES: Dialect = {
           cache_status text,
           retries int NOT NULL,
           guardrail_verdict text,
-          error_code text
-        )`);
+          error_code text,
+          PRIMARY KEY (id, started_at)
+        ) PARTITION BY RANGE (started_at)`);
+      const { partitioned } = await inspect(tx);
+      // Rows outside every day's partition (a clock far off, records from long ago) land here.
+      if (partitioned) await tx.query(`CREATE TABLE IF NOT EXISTS ${partitionName(table, 'default')} PARTITION OF ${table} DEFAULT`);
       for (const [column, type] of ADDED_COLUMNS) {
         await tx.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${POSTGRES_TYPES[type]}`);
       }
@@ -240,9 +269,76 @@ const POSTGRES: Dialect = {
       await tx.query(`CREATE INDEX IF NOT EXISTS ${base}_trace ON ${table} (trace_id)`);
       await tx.query(`CREATE INDEX IF NOT EXISTS ${base}_provider_model ON ${table} (provider, model, started_at)`);
       await tx.query(`CREATE INDEX IF NOT EXISTS ${base}_metadata ON ${table} USING gin (metadata_flat jsonb_path_ops)`);
+      return { partitioned };
     });
   },
 };
+
+/** A partition of `table` (same schema): `<name>_p20261126` for a day, `<name>_default`. */
+function partitionName(table: string, suffix: string): string {
+  const dot = table.indexOf('.');
+  const schema = dot === -1 ? '' : table.slice(0, dot + 1);
+  // 63 bytes is PostgreSQL's limit; the name is cut, never the suffix that says the day.
+  return `${schema}${table.slice(dot + 1, dot + 1 + 52)}_${suffix}`;
+}
+
+const dayStart = (ms: number): number => Math.floor(ms / DAY_MS) * DAY_MS;
+const dayTag = (ms: number): string => `p${new Date(ms).toISOString().slice(0, 10).replaceAll('-', '')}`;
+
+/** The day a partition holds, from its `_pYYYYMMDD` name; undefined for the default one. */
+function partitionDay(name: string): number | undefined {
+  const match = /_p(\d{4})(\d{2})(\d{2})$/.exec(name);
+  return match === null ? undefined : Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]));
+}
+
+/** Creates the partitions of yesterday, today and the next days that do not exist yet. */
+async function ensurePartitions(driver: SqlDriver, table: string, nowMs: number): Promise<void> {
+  const wanted: Array<{ name: string; from: number }> = [];
+  for (let day = -1; day <= PARTITION_DAYS_AHEAD; day++) {
+    const from = dayStart(nowMs) + day * DAY_MS;
+    wanted.push({ name: partitionName(table, dayTag(from)), from });
+  }
+  const [row] = await driver.query(
+    `SELECT array_agg(name) AS missing FROM json_array_elements_text($1::json) AS name WHERE to_regclass(name) IS NULL`,
+    [JSON.stringify(wanted.map((partition) => partition.name))],
+  );
+  const missing = new Set((row?.['missing'] as string[] | null) ?? []);
+  if (missing.size === 0) return;
+  await driver.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`aigateway:${table}`]);
+    // Attaching a partition locks the table briefly; never queue the writers behind a long wait.
+    await tx.query(`SET LOCAL lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+    for (const { name, from } of wanted) {
+      if (!missing.has(name)) continue;
+      const to = new Date(from + DAY_MS).toISOString();
+      await tx.query(`CREATE TABLE IF NOT EXISTS ${name} PARTITION OF ${table} FOR VALUES FROM ('${new Date(from).toISOString()}') TO ('${to}')`);
+    }
+  });
+}
+
+/** Drops the day partitions that end at or before `cutoffMs`; returns the rows they held. */
+async function dropPartitionsBefore(driver: SqlDriver, table: string, cutoffMs: number): Promise<number> {
+  const schema = table.includes('.') ? `${table.split('.')[0]}.` : '';
+  const children = await driver.query(
+    `SELECT c.relname::text AS name, c.reltuples::float8 AS estimate FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass($1)`,
+    [table],
+  );
+  let dropped = 0;
+  for (const child of children) {
+    const name = `${schema}${String(child['name'])}`;
+    const day = partitionDay(name);
+    if (day === undefined || day + DAY_MS > cutoffMs) continue;
+    const estimate = Number(child['estimate']);
+    // Counting a busy day's partition would read all of it: past a size, pg's estimate will do.
+    if (estimate >= 0 && estimate > EXACT_COUNT_LIMIT) dropped += Math.round(estimate);
+    else dropped += num((await driver.query(`SELECT count(*)::int AS n FROM ${name}`))[0]?.['n'] ?? 0);
+    await driver.transaction(async (tx) => {
+      await tx.query(`SET LOCAL lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
+      await tx.query(`DROP TABLE IF EXISTS ${name}`);
+    });
+  }
+  return dropped;
+}
 
 const DIALECTS: Record<SqlDialect, Dialect> = { sqlite: SQLITE, postgres: POSTGRES };
 
@@ -250,12 +346,24 @@ export class SqlLogStore implements RequestLogStore {
   readonly #driver: SqlDriver;
   readonly #dialect: Dialect;
   readonly #table: string;
+  readonly #now: () => number;
+  /** Partitioned by day (a PostgreSQL table this release created); retention drops partitions. */
+  readonly partitioned: boolean;
+  readonly #partitionTimer: NodeJS.Timeout | undefined;
+  #partitionCheck: Promise<void> | undefined;
   #closed = false;
 
-  private constructor(driver: SqlDriver, table: string) {
+  private constructor(driver: SqlDriver, table: string, partitioned: boolean, now: () => number) {
     this.#driver = driver;
     this.#dialect = DIALECTS[driver.dialect];
     this.#table = table;
+    this.partitioned = partitioned;
+    this.#now = now;
+    if (partitioned) {
+      // Failures are harmless (rows land in the default partition) and retried next hour.
+      this.#partitionTimer = setInterval(() => void this.ensurePartitions().catch(() => undefined), PARTITION_CHECK_MS);
+      this.#partitionTimer.unref();
+    }
   }
 
   /**
@@ -264,14 +372,31 @@ export class SqlLogStore implements RequestLogStore {
    */
   static async open(driver: SqlDriver, options: SqlLogStoreOptions = {}): Promise<SqlLogStore> {
     const table = options.table ?? DIALECTS[driver.dialect].defaultTable;
+    const now = options.now ?? Date.now;
+    let partitioned: boolean;
     try {
       if (!IDENTIFIER.test(table)) throw new RangeError(`invalid request log table name "${table}"`);
-      await DIALECTS[driver.dialect].createSchema(driver, table);
+      ({ partitioned } = await DIALECTS[driver.dialect].createSchema(driver, table));
+      if (partitioned) await ensurePartitions(driver, table, now());
     } catch (error) {
       await driver.close().catch(() => undefined);
       throw error;
     }
-    return new SqlLogStore(driver, table);
+    return new SqlLogStore(driver, table, partitioned, now);
+  }
+
+  /** Makes sure the partitions of yesterday to a few days ahead exist (a no-op when not partitioned). */
+  ensurePartitions(): Promise<void> {
+    if (!this.partitioned) return Promise.resolve();
+    this.#partitionCheck ??= ensurePartitions(this.#open(), this.#table, this.#now()).finally(() => {
+      this.#partitionCheck = undefined;
+    });
+    return this.#partitionCheck;
+  }
+
+  /** Partitioned: retention keeps whole days, so a pass drops partitions instead of deleting rows. */
+  retentionCutoff(cutoffMs: number): number {
+    return this.partitioned ? dayStart(cutoffMs) : cutoffMs;
   }
 
   async insertMany(records: readonly RequestRecord[]): Promise<void> {
@@ -315,13 +440,21 @@ export class SqlLogStore implements RequestLogStore {
     return { total, groups, hasMoreGroups: groupRows.length > MAX_SUMMARY_GROUPS };
   }
 
-  /** Deletes in chunks, each its own statement, so no retention pass holds a long transaction. */
+  /**
+   * Partitioned: drops the day partitions wholly before the cutoff (no row by row delete),
+   * then deletes what is left before it (the default partition, a part of the cutoff's day)
+   * in chunks, each its own statement, so no retention pass holds a long transaction.
+   */
   async deleteOlderThan(cutoffMs: number): Promise<number> {
     const driver = this.#open();
     let deleted = 0;
+    if (this.partitioned) {
+      await this.ensurePartitions().catch(() => undefined);
+      deleted += await dropPartitionsBefore(driver, this.#table, cutoffMs);
+    }
     for (;;) {
       const rows = await driver.query(
-        `DELETE FROM ${this.#table} WHERE id IN (SELECT id FROM ${this.#table} WHERE started_at < $1 LIMIT ${DELETE_CHUNK}) RETURNING 1 AS gone`,
+        `DELETE FROM ${this.#table} WHERE (id, started_at) IN (SELECT id, started_at FROM ${this.#table} WHERE started_at < $1 LIMIT ${DELETE_CHUNK}) RETURNING 1 AS gone`,
         [this.#dialect.bindTime(cutoffMs)],
       );
       deleted += rows.length;
@@ -333,6 +466,8 @@ export class SqlLogStore implements RequestLogStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#partitionTimer);
+    await this.#partitionCheck?.catch(() => undefined);
     await this.#driver.close();
   }
 

@@ -31,6 +31,11 @@ export function leasePostgresPool(connectionString: string): PostgresPoolLease {
       connectionTimeoutMillis: 5_000,
       // Reads from the API must not hold a connection for ever.
       statement_timeout: 30_000,
+      // The same bound on our side: a server cut off mid-query (no FIN, no RST) would
+      // otherwise leave the query, and the request log writer behind it, waiting for ever.
+      query_timeout: 35_000,
+      // Detects a dead peer on idle pooled connections.
+      keepAlive: true,
     });
     // An idle client losing its connection must not crash the process; the next query reconnects.
     pool.on('error', () => undefined);

@@ -6,18 +6,20 @@ import { Registry } from 'prom-client';
 import type { RequestRecord } from '../../../proxy/observability/request-record.ts';
 import { startLogRetention } from '../../../proxy/logs/log-retention.ts';
 import type { RequestLogStore } from '../../../proxy/logs/request-log-store.ts';
-import { createRequestLogWriter } from '../../../proxy/logs/request-log-writer.ts';
+import { createRequestLogWriter, isTransientStoreError } from '../../../proxy/logs/request-log-writer.ts';
 import { logRecord } from './request-log-store-suite.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
 /** A store that records batches; `gate` (when set) holds every insert until released. */
-function scriptedStore(behaviour: { fail?: () => boolean; gate?: Promise<void> } = {}) {
+function scriptedStore(behaviour: { fail?: () => boolean; failWith?: () => Error | undefined; gate?: Promise<void> } = {}) {
   const batches: RequestRecord[][] = [];
   const deletes: number[] = [];
   const store: RequestLogStore = {
     async insertMany(records) {
       if (behaviour.gate !== undefined) await behaviour.gate;
       if (behaviour.fail?.() === true) throw new Error('database is down');
+      const error = behaviour.failWith?.();
+      if (error !== undefined) throw error;
       batches.push([...records]);
     },
     query: () => Promise.reject(new Error('not used')),
@@ -120,6 +122,43 @@ describe('request log writer', () => {
     await writer.close();
   });
 
+  test('an unreachable store keeps the records and retries; only a full queue drops (counted); all kept land in order when it returns', async () => {
+    let down = true;
+    const refused = (): Error => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const { store, batches } = scriptedStore({ failWith: () => (down ? refused() : undefined) });
+    const registry = new Registry();
+    const writer = createRequestLogWriter(store, { maxQueue: 10, batchSize: 4, flushIntervalMs: 5, retryMinMs: 1, retryMaxMs: 4, metrics: { registry } });
+    const kept = Array.from({ length: 10 }, () => logRecord());
+    for (const record of kept) writer.sink(record);
+    for (let i = 0; i < 5; i++) writer.sink(logRecord());
+    await eventually(() => writer.stats().retriedBatches >= 3, 'several retries while the store is down', { timeoutMs: 10_000 });
+    assert.equal(writer.stats().dropped.queueFull, 5);
+    assert.equal(writer.stats().dropped.writeFailed, 0, 'nothing kept is given up while the store is unreachable');
+    assert.equal(await metricValue(registry, 'aigateway_request_log_dropped_total', { reason: 'queue_full' }), 5);
+    assert.equal(batches.length, 0);
+    down = false;
+    await eventually(() => batches.flat().length === 10, 'the kept records to be written', { timeoutMs: 10_000 });
+    assert.deepEqual(batches.flat(), kept);
+    assert.equal(writer.stats().written, 10);
+    await writer.close();
+  });
+
+  test('unreachable-store errors are retried; errors about the records are not', () => {
+    for (const error of [
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+      Object.assign(new Error('connection failure'), { code: '08006' }),
+      Object.assign(new Error('sorry, too many clients already'), { code: '53300' }),
+      new Error('Connection terminated unexpectedly'),
+      new Error('timeout exceeded when trying to connect'),
+      new AggregateError([Object.assign(new Error('x'), { code: 'ECONNREFUSED' })], 'all addresses failed'),
+    ]) {
+      assert.equal(isTransientStoreError(error), true, error.message);
+    }
+    for (const error of [Object.assign(new Error('invalid input syntax'), { code: '22P02' }), new Error('database is down'), 'ECONNREFUSED', null]) {
+      assert.equal(isTransientStoreError(error), false, String(error));
+    }
+  });
+
   test('close flushes what is queued, then drops (and counts) late records', async () => {
     const { store, batches } = scriptedStore();
     const registry = new Registry();
@@ -160,6 +199,16 @@ describe('request log retention', () => {
     await retention.stop();
     assert.ok(deletes.every((cutoff) => cutoff === 99 * 86_400_000));
     assert.equal(await retention.runOnce(), 3);
+  });
+
+  test('a store partitioned by day is asked for its own cutoff (whole days), never a later one', async () => {
+    const { store, deletes } = scriptedStore();
+    const day = 86_400_000;
+    const partitioned = { ...store, retentionCutoff: (cutoff: number) => Math.floor(cutoff / day) * day };
+    const retention = startLogRetention(partitioned, { retentionMs: 30 * day, firstPassDelayMs: 60_000, now: () => 100 * day + 5_000 });
+    await retention.runOnce();
+    await retention.stop();
+    assert.deepEqual(deletes, [70 * day]);
   });
 
   test('a failing pass is logged and the schedule goes on', async () => {

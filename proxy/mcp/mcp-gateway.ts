@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
@@ -19,7 +20,10 @@ import {
   McpError,
   ReadResourceRequestSchema,
   ReadResourceResultSchema,
+  SubscribeRequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
+  UnsubscribeRequestSchema,
+  EmptyResultSchema,
   type Prompt,
   type Resource,
   type ResourceTemplate,
@@ -160,21 +164,34 @@ export class McpGateway {
       route: scopeName === undefined ? '/mcp' : '/mcp/:server',
     };
     const server = this.#serverFor(context);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    // Answers stream as SSE (as the SDK's transport does by default): the stream ends once
+    // every request of the message is answered.
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     await server.connect(transport);
+    const close = (): void => void server.close().catch(() => undefined);
+    let response: Response;
     try {
       const webRequest = new Request(`http://gateway${request.url}`, { method: 'POST', headers: webHeaders(request) });
-      const response = await transport.handleRequest(webRequest, { parsedBody: body });
-      reply.code(response.status);
-      response.headers.forEach((value, name) => {
-        if (name !== 'content-length') void reply.header(name, value);
-      });
-      reply.header('mcp-session-id', sessionId);
-      const text = response.body === null ? '' : await response.text();
-      return reply.send(text);
-    } finally {
-      await server.close().catch(() => undefined);
+      response = await transport.handleRequest(webRequest, { parsedBody: body });
+    } catch (error) {
+      close();
+      throw error;
     }
+    reply.code(response.status);
+    response.headers.forEach((value, name) => {
+      if (name !== 'content-length' && name !== 'connection') void reply.header(name, value);
+    });
+    reply.header('mcp-session-id', sessionId);
+    if (response.body === null || !(response.headers.get('content-type') ?? '').includes('text/event-stream')) {
+      const text = response.body === null ? '' : await response.text();
+      close();
+      return reply.send(text);
+    }
+    const stream = Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>);
+    // A client that leaves aborts the upstream calls still running (the server's close aborts its handlers).
+    stream.once('close', close);
+    reply.raw.once('close', () => stream.destroy());
+    return reply.send(stream);
   }
 
   /** DELETE: ends the upstream sessions (the sealed id then finds none of them). */
@@ -364,7 +381,8 @@ export class McpGateway {
     const server = new Server(
       { name: 'aigateway', version: '1' },
       {
-        capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true } },
+        // logging: setLevel is accepted (the SDK answers it) though upstream log messages are not relayed.
+        capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true, subscribe: true }, logging: {} },
         jsonSchemaValidator: NO_SCHEMA_VALIDATOR,
       },
     );
@@ -439,6 +457,19 @@ export class McpGateway {
         return { ...result, contents: result.contents.map((content) => ({ ...content, uri: this.#exposedUri(context, resolved.server, content.uri) })) };
       });
     });
+    for (const [schema, method] of [
+      [SubscribeRequestSchema, 'resources/subscribe'],
+      [UnsubscribeRequestSchema, 'resources/unsubscribe'],
+    ] as const) {
+      server.setRequestHandler(schema, (request, extra) => {
+        const resolved = this.#resolve(context, request.params.uri, URI_SEPARATOR);
+        return tracked(method, () => ({ server: resolved?.server.name, tool: undefined }), request.params, async () => {
+          if (resolved === undefined) throw new RpcError(ErrorCode.InvalidParams, `Unknown resource: ${request.params.uri.slice(0, 200)}`);
+          await this.#admit(context, resolved.server, undefined);
+          return this.#call(context, resolved.server, method, { ...request.params, uri: resolved.name }, EmptyResultSchema, extra.signal);
+        });
+      });
+    }
     invalidParamsAsRpcErrors(server);
     return server;
   }
@@ -563,7 +594,7 @@ const LISTS = {
   resourceTemplates: { method: 'resources/templates/list', field: 'resourceTemplates', schema: ListResourceTemplatesResultSchema },
 } as const;
 
-const METHODS = new Set(['tools/list', 'tools/call', 'prompts/list', 'prompts/get', 'resources/list', 'resources/templates/list', 'resources/read']);
+const METHODS = new Set(['tools/list', 'tools/call', 'prompts/list', 'prompts/get', 'resources/list', 'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe']);
 
 function spanAttributes(server: string | undefined, tool: string | undefined): Record<string, string> {
   return {

@@ -55,7 +55,9 @@ function hostileUpstream(): Server {
 
 async function post(body: string, headers: Record<string, string> = {}): Promise<{ status: number; json: { error?: { code: number; message: string }; result?: unknown } | undefined }> {
   const response = await fetch(`${harness.gateway.origin}/mcp`, { method: 'POST', headers: { ...HEADERS, ...headers }, body });
-  const text = await response.text();
+  const raw = await response.text();
+  // Answers come as JSON or as an SSE stream of one message.
+  const text = (response.headers.get('content-type') ?? '').includes('text/event-stream') ? (/^data: (.*)$/m.exec(raw)?.[1] ?? '') : raw;
   let json;
   try {
     json = JSON.parse(text);

@@ -175,6 +175,7 @@ async function serve(args: string[]): Promise<number> {
   const redis = redisUrl === undefined ? undefined : await redisStoresOf(redisUrl);
   const controlPlane = await controlPlaneOf(pick(values['control-plane-url'], 'AIGATEWAY_CONTROL_PLANE_URL'));
   const requestLogging = await requestLoggingOf(values, dataDir, metrics, logger);
+  const consoleOn = values.console === true || process.env['AIGATEWAY_CONSOLE'] === 'true';
   const starting = startGateway({
     sources: { statePath: resolve(configPath), credentialsPath: credentialsPath && resolve(credentialsPath) },
     env,
@@ -195,7 +196,7 @@ async function serve(args: string[]): Promise<number> {
     metrics,
     stateSource: kubeStateSourceOf(pick(values['kube-configmap'], 'AIGATEWAY_KUBE_CONFIGMAP'), pick(values['kube-secret'], 'AIGATEWAY_KUBE_SECRET'), env, logger),
     requestSink: requestLogging?.sink,
-    console: values.console === true || process.env['AIGATEWAY_CONSOLE'] === 'true',
+    console: consoleOn,
     plugins: [batchesPluginOf(values, dataDir), ...(requestLogging === undefined ? [] : [requestLogging.routes])],
   });
   // The log store opens (on its worker) while the gateway starts.
@@ -209,6 +210,7 @@ async function serve(args: string[]): Promise<number> {
     },
   );
   const metricsAt = gateway.metricsOrigin === undefined ? '' : `, metrics ${gateway.metricsOrigin}/metrics`;
+  if (consoleOn) process.stderr.write(`aigateway console on ${gateway.origin}/console/ (sign in with a gateway key that has the admin scope)\n`);
   process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir}${metricsAt})\n`);
 
   const drainTimeoutMs = positiveInteger(pick(values['drain-timeout-ms'], 'AIGATEWAY_DRAIN_TIMEOUT_MS'), 'drain-timeout-ms');

@@ -171,6 +171,9 @@ describe('the web console in Chromium', { skip: SKIP }, () => {
       await table.getByText('trace-fallback-1').waitFor();
       for (const trace of ['trace-search-1', 'trace-ads-1', 'trace-bad-1']) await table.getByText(trace).waitFor();
       await shot(page, 'requests');
+      // Live: a request made now appears without any click.
+      assert.equal(await chat({ model: 'gpt-4o-mini' }, { 'x-gateway-trace-id': 'trace-live-1', 'x-gateway-metadata': '{"team":"ads"}' }), 200);
+      await table.getByText('trace-live-1').waitFor({ timeout: 15_000 });
 
       // Filtering by metadata, then by status class.
       await page.getByLabel('Metadata').fill('team=search');
@@ -203,7 +206,7 @@ describe('the web console in Chromium', { skip: SKIP }, () => {
       // Spend & health: totals and five charts drawn.
       await page.getByRole('link', { name: 'Spend & health' }).click();
       await eventually(async () => (await page.locator('.chart canvas').count()) >= 5, 'five charts');
-      assert.match(await page.locator('.cards').innerText(), /Requests\s*4/);
+      assert.match(await page.locator('.cards').innerText(), /Requests\s*5/);
       await page.locator('table.groups').getByText('gpt-4o-mini').first().waitFor();
       await shot(page, 'spend');
 

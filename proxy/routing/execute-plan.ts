@@ -158,11 +158,31 @@ async function runFallback(node: PlanNode, request: WalkRequest, progress: WalkP
   return { kind: 'unavailable', labels: unavailable, reason: 'every fallback target is unavailable (circuit open)' };
 }
 
+// A missing provider is skipped on every request until it is back: one log line per target
+// every SKIP_LOG_INTERVAL_MS (with the count in between) instead of one per request.
+const SKIP_LOG_INTERVAL_MS = 10_000;
+const MAX_SKIP_LOG_KEYS = 1_000;
+const skipLogs = new WeakMap<RoutingRuntime, Map<string, { at: number; skipped: number }>>();
+
 /** Logs and counts a target a strategy stepped over because it could not be resolved. */
 function skipUnresolved(node: PlanNode, error: GatewayError, request: WalkRequest): void {
+  const { runtime } = request;
   const config = request.configId ?? 'inline';
-  request.runtime.metrics.unresolvedTargets.inc({ config });
-  request.runtime.logger?.warn({ config_id: config, target: node.path, error_code: error.code, reason: error.message }, 'target skipped: it cannot be resolved');
+  runtime.metrics.unresolvedTargets.inc({ config });
+  if (runtime.logger === undefined) return;
+  let logs = skipLogs.get(runtime);
+  if (logs === undefined) skipLogs.set(runtime, (logs = new Map()));
+  const key = `${config}\u0000${node.path}\u0000${error.code}`;
+  const now = runtime.now();
+  const last = logs.get(key);
+  if (last !== undefined && now - last.at < SKIP_LOG_INTERVAL_MS) {
+    last.skipped++;
+    return;
+  }
+  if (last === undefined && logs.size >= MAX_SKIP_LOG_KEYS) logs.clear(); // inline configs: keep it bounded
+  logs.set(key, { at: now, skipped: 0 });
+  const since = last === undefined ? {} : { skipped_since_last_line: last.skipped };
+  runtime.logger.warn({ config_id: config, target: node.path, error_code: error.code, reason: error.message, ...since }, 'target skipped: it cannot be resolved');
 }
 
 async function runLoadBalance(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {

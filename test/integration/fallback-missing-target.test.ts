@@ -17,6 +17,7 @@ const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }]
 let mock: MockOpenAI;
 let harness: Harness;
 const records: RequestRecord[] = [];
+let clock = 1_700_000_000_000;
 
 /** The state the operator renders when the primary Provider's Secret is gone. */
 function renderedDuringRotation(): Record<string, unknown> {
@@ -47,7 +48,7 @@ function renderedDuringRotation(): Record<string, unknown> {
 before(async () => {
   mock = await startMockOpenAI();
   // The harness draws 0.0 from random: a loadbalance would pick its first (missing) target.
-  harness = await startHarness({ state: renderedDuringRotation(), random: () => 0, requestSink: (record) => records.push(record) });
+  harness = await startHarness({ state: renderedDuringRotation(), random: () => 0, now: () => clock, requestSink: (record) => records.push(record) });
 });
 after(async () => {
   await harness.close();
@@ -109,5 +110,18 @@ describe('a fallback whose first target is missing', () => {
     assert.equal(answer.status, 404);
     assert.equal(answer.body.error?.code, 'AIGW_ERR_UNKNOWN_PROVIDER');
     assert.match(answer.body.error?.message ?? '', /@primary/);
+  });
+
+  test('a target skipped on every request is logged once per interval, with the count in between', async () => {
+    const lines = (): Array<Record<string, unknown>> =>
+      harness.logs.filter((line) => line['msg'] === 'target skipped: it cannot be resolved' && line['config_id'] === 'only-missing' && line['target'] === 'config.targets[1]');
+    clock += 60_000;
+    const before = lines().length;
+    for (let i = 0; i < 3; i++) assert.equal((await chat('only-missing')).status, 404);
+    assert.equal(lines().length, before + 1, 'three skips, one line');
+    clock += 10_000;
+    assert.equal((await chat('only-missing')).status, 404);
+    assert.equal(lines().length, before + 2);
+    assert.equal(lines().at(-1)?.['skipped_since_last_line'], 2);
   });
 });

@@ -83,6 +83,8 @@ const NO_SCHEMA_VALIDATOR = {
 const MAX_LIST_PAGES = 20;
 /** Upstream sessions re-established on this replica (expired or missing in the sealed id). */
 const MAX_REPLACED_SESSIONS = 10_000;
+/** How long a server that failed to initialize is reported unavailable without trying again. */
+const INIT_RETRY_MS = 5_000;
 
 interface CallContext {
   readonly request: FastifyRequest;
@@ -100,6 +102,8 @@ export class McpGateway {
   readonly #seal: McpSessionSeal;
   readonly upstreams: McpUpstreams;
   readonly #replaced = new Map<string, UpstreamSession>();
+  /** When a server last failed to initialize on this replica (by name; bounded by the configured servers). */
+  readonly #failedInit = new Map<string, number>();
   readonly #metrics: { calls: Counter<'server' | 'method' | 'outcome'>; duration: Histogram<'server' | 'method'> };
   #retained: McpCatalog | undefined;
 
@@ -271,13 +275,21 @@ export class McpGateway {
   }
 
   async #openSession(catalog: McpCatalog, principal: McpPrincipal, scope: McpServer | undefined, requested: string, clientHeaders: ClientHeaders): Promise<McpSession> {
-    const servers = scope === undefined ? [...catalog.servers.values()].filter((server) => server.admits(principal)) : [scope];
+    const now = this.#now();
+    const servers = (scope === undefined ? [...catalog.servers.values()].filter((server) => server.admits(principal)) : [scope]).filter(
+      (server) => now - (this.#failedInit.get(server.name) ?? Number.NEGATIVE_INFINITY) >= INIT_RETRY_MS,
+    );
     const opened = await Promise.allSettled(servers.map((server) => this.upstreams.initialize(server, clientHeaders)));
     const upstreams: Record<string, UpstreamSession> = {};
     opened.forEach((outcome, index) => {
       const server = servers[index] as McpServer;
-      if (outcome.status === 'fulfilled') upstreams[server.name] = outcome.value;
-      else this.#deps.logger.warn({ mcp_server: server.name, err: { message: (outcome.reason as Error).message } }, 'MCP server unreachable at initialize; its tools are left out');
+      if (outcome.status === 'fulfilled') {
+        upstreams[server.name] = outcome.value;
+        this.#failedInit.delete(server.name);
+      } else {
+        this.#failedInit.set(server.name, this.#now());
+        this.#deps.logger.warn({ mcp_server: server.name, err: { message: (outcome.reason as Error).message } }, 'MCP server unreachable at initialize; its tools are left out');
+      }
     });
     return {
       principal: principal.id,
@@ -301,7 +313,19 @@ export class McpGateway {
       const known = this.#replaced.get(key) ?? context.session.upstreams[server.name];
       if (known !== undefined) return known;
     }
-    const fresh = await this.upstreams.initialize(server, context.clientHeaders);
+    // A server that just failed to initialize is not retried by every request (lists would wait on it).
+    const failedAt = this.#failedInit.get(server.name);
+    if (!renew && failedAt !== undefined && this.#now() - failedAt < INIT_RETRY_MS) {
+      throw new UpstreamFailure('unavailable', `MCP server "${server.name}" is unavailable (it failed to initialize moments ago).`);
+    }
+    let fresh: UpstreamSession;
+    try {
+      fresh = await this.upstreams.initialize(server, context.clientHeaders);
+      this.#failedInit.delete(server.name);
+    } catch (error) {
+      this.#failedInit.set(server.name, this.#now());
+      throw error;
+    }
     if (this.#replaced.size >= MAX_REPLACED_SESSIONS) this.#replaced.delete(this.#replaced.keys().next().value as string);
     this.#replaced.set(key, fresh);
     return fresh;

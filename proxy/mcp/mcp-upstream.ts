@@ -43,6 +43,7 @@ export class UpstreamFailure extends Error {
 }
 
 const CLIENT_INFO = { name: 'aigateway', version: '1' };
+const MAX_INITIALIZE_MS = 10_000;
 
 /** Notifications of pooled upstreams, for the GET streams of the sessions using them. */
 export type NotificationListener = (server: string, notification: Notification) => void;
@@ -82,7 +83,8 @@ export class McpUpstreams {
     });
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     try {
-      await client.connect(transport, { timeout: server.entry.timeoutMs, signal: anySignal(limit.signal, signal) });
+      // A server that does not initialize promptly holds up the client's initialize: capped.
+      await client.connect(transport, { timeout: Math.min(server.entry.timeoutMs, MAX_INITIALIZE_MS), signal: anySignal(limit.signal, signal) });
       return { id: transport.sessionId, version: transport.protocolVersion ?? LATEST_PROTOCOL_VERSION };
     } catch (error) {
       throw failureOf(error, server);

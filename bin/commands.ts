@@ -17,6 +17,7 @@ import { inClusterConnection, startKubeStateSource } from '../proxy/config/kube-
 import { isLogStoreKind, startRequestLogging, type RequestLogging } from '../proxy/logs/request-logging.ts';
 import { createGatewayMetrics, type GatewayMetrics } from '../proxy/observability/gateway-metrics.ts';
 import { FilePolicyStore } from '../proxy/ratelimit/policy-store.ts';
+import { FileUsageLimitStore } from '../proxy/budgets/usage-limit-store.ts';
 import { createGatewayLogger } from '../proxy/observability/log-line.ts';
 import { startGateway } from '../proxy/start-gateway.ts';
 import { StateLoadError } from '../proxy/errors.ts';
@@ -167,6 +168,7 @@ async function serve(args: string[]): Promise<number> {
   const redisUrl = pick(values['redis-url'], 'REDIS_URL');
   ensureWritableDataDir(dataDir);
   const policyStore = await FilePolicyStore.open(join(dataDir, 'rate-limit-policies.json'));
+  const usageLimitStore = await FileUsageLimitStore.open(join(dataDir, 'usage-limit-policies.json'));
 
   const env = { ...process.env };
   ensureGatewayApiKey(resolve(configPath), env);
@@ -184,7 +186,9 @@ async function serve(args: string[]): Promise<number> {
     host,
     bodyLimitBytes,
     policyStore,
+    usageLimitStore,
     counterStore: redis?.counterStore,
+    budgetStore: redis?.budgetStore,
     cacheStore: redis?.cacheStore,
     semanticIndex: redis?.semanticIndex,
     rateLimitFailMode: failMode,
@@ -304,16 +308,18 @@ async function controlPlaneOf(url: string | undefined): Promise<typeof controlPl
  * the stores' close leaves it open, `connection.close()` after theirs ends it.
  */
 async function redisStoresOf(url: string) {
-  const [{ openRedisConnection }, { RedisCounterStore }, { RedisResponseCache }, { RedisSemanticIndex }] = await Promise.all([
+  const [{ openRedisConnection }, { RedisCounterStore }, { RedisResponseCache }, { RedisSemanticIndex }, { RedisBudgetStore }] = await Promise.all([
     import('../proxy/redis/fail-fast-redis.ts'),
     import('../proxy/ratelimit/redis-counter-store.ts'),
     import('../proxy/cache/redis-response-cache.ts'),
     import('../proxy/cache/redis-semantic-index.ts'),
+    import('../proxy/budgets/redis-budget-store.ts'),
   ]);
   const connection = openRedisConnection(url);
   return {
     connection,
     counterStore: new RedisCounterStore({ connection }),
+    budgetStore: new RedisBudgetStore({ connection }),
     cacheStore: new RedisResponseCache({ connection }),
     semanticIndex: new RedisSemanticIndex({ connection }),
   };

@@ -9,6 +9,7 @@ export type OpenAIErrorType =
   | 'not_found_error'
   | 'timeout_error'
   | 'rate_limit_error'
+  | 'budget_exceeded'
   | 'api_error'
   | 'server_error';
 
@@ -49,6 +50,7 @@ export const ERROR_CODES = {
   AIGW_ERR_HEADERS_TOO_LARGE: { status: 431, type: 'invalid_request_error' },
   AIGW_ERR_RATE_LIMITED: { status: 429, type: 'rate_limit_error' },
   AIGW_ERR_KEY_IN_FLIGHT_LIMIT: { status: 429, type: 'rate_limit_error' },
+  AIGW_ERR_BUDGET_EXCEEDED: { status: 429, type: 'budget_exceeded' },
   AIGW_ERR_INTERNAL: { status: 500, type: 'server_error' },
   AIGW_ERR_UPSTREAM_UNREACHABLE: { status: 502, type: 'api_error' },
   AIGW_ERR_UPSTREAM_INVALID_RESPONSE: { status: 502, type: 'api_error' },

@@ -43,6 +43,8 @@ export interface RequestContext {
   requestBytes: number;
   /** Charges a token limit; set when the request was admitted against token windows. Called once, at the end. */
   chargeTokens: ((tokens: number) => void) | undefined;
+  /** Settles the request's budget reservations to what it spent; set when a usage-limit policy applied. Called once, at the end. */
+  settleBudget: ((spend: { costUsd: number | undefined; tokens: number }) => void) | undefined;
   /** USD, set at the end from the price table; undefined when the model has no known price. */
   costUsd: number | undefined;
   /** The request's OpenTelemetry span when tracing is on. */
@@ -85,6 +87,7 @@ export function newRequestContext(traceId: string, state: GatewayState): Request
     streamEvents: 0,
     requestBytes: 0,
     chargeTokens: undefined,
+    settleBudget: undefined,
     costUsd: undefined,
     span: undefined,
     finished: false,

@@ -19,6 +19,9 @@ import type { RateLimitCounterStore } from './ratelimit/counter-store.ts';
 import { MemoryCounterStore } from './ratelimit/memory-counter-store.ts';
 import { FilePolicyStore, type PolicyStore } from './ratelimit/policy-store.ts';
 import { RateLimiter, type FailMode } from './ratelimit/rate-limiter.ts';
+import { BudgetEnforcer } from './budgets/budget-enforcer.ts';
+import { MemoryBudgetStore, type BudgetStore } from './budgets/budget-store.ts';
+import { FileUsageLimitStore, type UsageLimitStore } from './budgets/usage-limit-store.ts';
 import { CircuitBreakers, CIRCUIT_STATE_VALUE } from './resilience/circuit-breakers.ts';
 import type { RoutingRuntime } from './routing/execute-plan.ts';
 import { createUpstreamAgent } from './upstream/upstream-agent.ts';
@@ -49,6 +52,10 @@ export interface StartGatewayOptions {
   rateLimitFailMode?: FailMode;
   /** Where API-created policies live; default: memory only. */
   policyStore?: PolicyStore;
+  /** Budget counters (memory standalone, Redis shared by replicas); default: memory. */
+  budgetStore?: BudgetStore;
+  /** Where API-created usage-limit policies live; default: memory only. */
+  usageLimitStore?: UsageLimitStore;
   /**
    * Control-plane routes mounted in-process (standalone). Built by the composition root from
    * operator/api, given the gateway's live state and policy store.
@@ -125,6 +132,9 @@ export interface ExternalStateSource {
 export interface ControlPlaneHost {
   currentState(): GatewayState;
   readonly policyStore: PolicyStore;
+  /** API-created usage-limit policies and the budget counters (absent: no usage-limit routes). */
+  readonly usageLimitStore?: UsageLimitStore;
+  readonly budgets?: BudgetEnforcer;
 }
 
 /** What a route plugin sees of a running gateway. */
@@ -209,7 +219,13 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   });
   const policyStore = options.policyStore ?? FilePolicyStore.inMemory();
   const rateLimiter = new RateLimiter({ store: counterStore, metrics, logger, failMode: options.rateLimitFailMode ?? 'open', now });
-  const controlPlaneHost: ControlPlaneHost = { currentState: () => live, policyStore };
+  const budgetStore: BudgetStore = options.budgetStore ?? new MemoryBudgetStore({ now });
+  await budgetStore.connect?.(2_000).catch((error: unknown) => {
+    logger.warn({ err: { message: (error as Error).message } }, 'budget store not reachable at start; serving anyway');
+  });
+  const usageLimitStore = options.usageLimitStore ?? FileUsageLimitStore.inMemory();
+  const budgets = new BudgetEnforcer({ store: budgetStore, metrics, logger, dispatcher, now });
+  const controlPlaneHost: ControlPlaneHost = { currentState: () => live, policyStore, usageLimitStore, budgets };
   let injector: ((request: InjectRequest) => Promise<InjectResponse>) | undefined;
   const gatewayHost: GatewayHost = {
     ...controlPlaneHost,
@@ -230,6 +246,8 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       routing,
       rateLimiter,
       dynamicPolicies: () => policyStore.snapshot(),
+      budgets,
+      dynamicUsageLimits: () => usageLimitStore.snapshot(),
       guardrails: { metrics, logger, dispatcher },
       get cache() {
         return responseCache;
@@ -315,7 +333,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     await external?.close();
     await server.app.close();
     await dispatcher.closeAll();
-    await Promise.allSettled([counterStore.close(), cacheStore.close(), semanticIndex.close()]);
+    await Promise.allSettled([counterStore.close(), cacheStore.close(), semanticIndex.close(), budgetStore.close()]);
     throw error;
   }
   const address = server.app.server.address();
@@ -349,6 +367,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       metricsServer?.close();
       await dispatcher.closeAll();
       await counterStore.close();
+      await budgetStore.close();
       await cacheStore.close();
       await semanticIndex.close();
     },

@@ -199,3 +199,26 @@ function tableUsage(usage: TokenUsage): Usage {
 function nonNegative(value: number | undefined): number {
   return value === undefined || !Number.isFinite(value) || value < 0 ? 0 : value;
 }
+
+const contextWindows = new Map<string, number | undefined>();
+
+/**
+ * The model's context window in tokens per the price table (budgets bound a request that
+ * names no max_tokens by it), or undefined when unknown. Memoised, bounded like the prices.
+ */
+export function contextWindowOf(provider: string | undefined, model: string): number | undefined {
+  const providerId = provider === undefined ? undefined : TABLE_PROVIDER[provider];
+  if (providerId === undefined || model.length > 256) return undefined;
+  const key = `${providerId}\u0000${model}`;
+  if (contextWindows.has(key)) return contextWindows.get(key);
+  let window: number | undefined;
+  try {
+    const found = calcPrice({ input_tokens: 1, output_tokens: 1 }, model, { providerId });
+    const value = found?.model.context_window;
+    window = typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : undefined;
+  } catch {
+    window = undefined;
+  }
+  if (contextWindows.size < MAX_RESOLVED) contextWindows.set(key, window);
+  return window;
+}

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { GuardrailEntrySchema } from '../guardrails/guardrail-schema.ts';
 import { PromptEntrySchema } from '../prompts/prompt-schema.ts';
 import { ConditionSchema, RateLimitPolicySchema } from '../ratelimit/policy-schema.ts';
+import { UsageLimitPolicySchema } from '../budgets/usage-limit-schema.ts';
 import { McpCredentialsSchema, McpServerEntrySchema, McpSettingsSchema } from '../mcp/mcp-schema.ts';
 
 // The gateway state file: the one document the operator renders and the proxy serves.
@@ -151,6 +152,8 @@ export const GatewayStateSchema = z.strictObject({
   prompts: z.array(PromptEntrySchema).default([]),
   guardrails: z.array(GuardrailEntrySchema).default([]),
   rateLimitPolicies: z.array(RateLimitPolicySchema).default([]),
+  // Budgets: usage-limit policies in USD or tokens (docs/budgets.md).
+  usageLimitPolicies: z.array(UsageLimitPolicySchema).default([]),
   guardrailPolicies: z.array(GuardrailPolicyEntrySchema).default([]),
   egress: EgressSchema.default({ allow: [], clientAllow: [] }),
   cache: CacheSettingsSchema.default({}),

@@ -20,6 +20,7 @@ import {
   type GuardrailRuntime,
 } from './guardrail-flow.ts';
 import { admitUnderRateLimits, lazyResolution, tokenEstimate, type PolicyRuntime } from './policy-admission.ts';
+import { admitUnderBudgets, type BudgetRuntime } from '../budgets/budget-admission.ts';
 
 // The forwarded OpenAI routes (images, audio, assistants, vector stores…) spend a provider's
 // credentials like inference does, so the same policies hold on them
@@ -31,10 +32,12 @@ import { admitUnderRateLimits, lazyResolution, tokenEstimate, type PolicyRuntime
 //   JSON cannot be checked and is refused (415) when input checks apply; an output check that
 //   can deny cannot run on an answer streamed through, so such a request is refused (400);
 // - cost: the answer's `usage` (plain JSON answers) is read on its way through, priced by the
-//   request's model like any other request.
+//   request's model like any other request;
+// - budgets: usage-limit policies reserve the worst case of a priced model and settle to the
+//   priced usage (docs/budgets.md).
 
 export interface ForwardedPolicyDeps {
-  readonly policies: PolicyRuntime;
+  readonly policies: PolicyRuntime & BudgetRuntime;
   readonly guardrails: GuardrailRuntime;
 }
 
@@ -62,6 +65,12 @@ export async function applyForwardedPolicies(
     // Reads and deletes generate nothing: they reserve a token, not a default answer.
     tokenEstimate(json, request.rawBody?.length ?? contentLength(request), request.method === 'POST'),
   );
+  // Budgets: a priced model's worst case is reserved; unpriced routes reserve nothing and settle to their priced usage, if any.
+  await admitUnderBudgets(deps.policies, context, reply, resolved, () => ({
+    body: json,
+    bodyBytes: request.rawBody?.length ?? contentLength(request),
+    generates: request.method === 'POST',
+  }));
 
   const guards = mergeGuardrails(guardrailsOf(selection.plan.settings, state), attachedGuardrailsOf(state, resolved));
   if (guards.empty) return { body: request.rawBody };

@@ -38,6 +38,8 @@ import {
 } from './guardrail-flow.ts';
 import { outputGuardrails } from './output-guardrails.ts';
 import { admitUnderRateLimits, lazyResolution, tokenEstimate } from './policy-admission.ts';
+import { admitUnderBudgets, budgetCacheHitHeader, type BudgetRuntime } from '../budgets/budget-admission.ts';
+import { registerBudgetAnalytics } from '../budgets/budget-analytics.ts';
 import { reachableTargets } from '../routing/reachable-targets.ts';
 import { cacheObserver, cacheRequestOf, countLookup, replyFromCache, type CacheFlow } from './response-caching.ts';
 
@@ -58,7 +60,7 @@ export const MESSAGES_ROUTES: ReadonlyArray<readonly [string, InferenceEndpoint]
   ['/v1/messages/count_tokens', 'messages.count_tokens'],
 ];
 
-export interface InferenceDeps {
+export interface InferenceDeps extends BudgetRuntime {
   readonly routing: RoutingRuntime;
   /** Rate-limit enforcement; undefined when no limiter is wired. */
   readonly rateLimiter: RateLimiter | undefined;
@@ -72,13 +74,13 @@ export interface InferenceDeps {
 
 export function registerInferenceRoutes(app: FastifyInstance, deps: InferenceDeps): void {
   for (const [url, endpoint] of INFERENCE_ROUTES) {
-    app.post(url, { config: { gatewayScope: 'inference' } }, (request, reply) => handleInference(endpoint, url, deps, request, reply));
+    app.post(url, { config: { gatewayScope: 'inference' }, onSend: budgetCacheHitHeader }, (request, reply) => handleInference(endpoint, url, deps, request, reply));
   }
   // A route-level error handler: every failure on these routes (auth, body, routing,
   // upstream) answers in Anthropic's error shape, which its SDKs and Claude Code parse.
   const errorHandler = anthropicErrorHandler(deps.guardrails.logger);
   for (const [url, endpoint] of MESSAGES_ROUTES) {
-    app.post(url, { config: { gatewayScope: 'inference' }, errorHandler }, (request, reply) => handleInference(endpoint, url, deps, request, reply));
+    app.post(url, { config: { gatewayScope: 'inference' }, errorHandler, onSend: budgetCacheHitHeader }, (request, reply) => handleInference(endpoint, url, deps, request, reply));
   }
   // Any other /v1/messages/… is a 404 in the same shape, once the key is checked (a route,
   // not the not-found handler, so default deny and the error handler apply as above).
@@ -92,6 +94,7 @@ export function registerInferenceRoutes(app: FastifyInstance, deps: InferenceDep
     },
   });
   registerModelsRoutes(app, { dispatcher: deps.routing.dispatcher });
+  registerBudgetAnalytics(app, deps);
   registerForwardedRoutes(app, { dispatcher: deps.routing.dispatcher, policies: deps, guardrails: deps.guardrails });
 }
 
@@ -146,6 +149,12 @@ async function handleInference(
   await admitUnderRateLimits(deps, context, resolved, () =>
     tokenEstimate(prompted.value, prompted.changed ? JSON.stringify(prompted.value).length : (request.rawBody?.length ?? 0), generates(endpoint)),
   );
+  // Budgets: the worst case reserved on every matching usage-limit policy (docs/budgets.md).
+  await admitUnderBudgets(deps, context, reply, resolved, () => ({
+    body: prompted.value,
+    bodyBytes: prompted.changed ? JSON.stringify(prompted.value).length : (request.rawBody?.length ?? 0),
+    generates: generates(endpoint),
+  }));
   const attached = attachedGuardrailsOf(context.state, resolved);
   const usage = withStreamUsage(endpoint, body);
   body = usage.body;

@@ -18,6 +18,13 @@ export interface GatewayMetrics {
   readonly circuitState: Gauge<'target'>;
   readonly circuitTransitions: Counter<'target' | 'from' | 'to'>;
   readonly rateLimitDecisions: Counter<'policy' | 'result'>;
+  /** Usage-limit (budget) decisions by policy id: allowed, denied, error_open, error_closed, settle_error, alert_error. */
+  readonly budgetDecisions: Counter<'policy' | 'result'>;
+  /** USD settled on cost budgets by this replica (sum over replicas for the total). */
+  readonly budgetSpentUsd: Counter<'policy'>;
+  /** USD left in the last group this replica settled, per cost budget. */
+  readonly budgetRemainingUsd: Gauge<'policy'>;
+  readonly budgetAlerts: Counter<'policy'>;
   readonly genAiDuration: Histogram<GenAiLabel | 'error_type'>;
   readonly genAiTimeToFirstToken: Histogram<GenAiLabel>;
   readonly genAiTokenUsage: Histogram<GenAiLabel | 'gen_ai_token_type'>;
@@ -132,6 +139,30 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
     name: 'aigateway_ratelimit_decisions_total',
     help: 'Rate-limit decisions by policy id and result (allowed | denied | error).',
     labelNames: ['policy', 'result'] as const,
+    registers: [registry],
+  });
+  const budgetDecisions = new Counter({
+    name: 'aigateway_budget_decisions_total',
+    help: 'Usage-limit (budget) decisions by policy id and result (allowed | denied | error_open | error_closed | settle_error | alert_error).',
+    labelNames: ['policy', 'result'] as const,
+    registers: [registry],
+  });
+  const budgetSpentUsd = new Counter({
+    name: 'aigateway_budget_spent_usd',
+    help: 'USD settled on cost usage-limit policies by this replica, by policy id.',
+    labelNames: ['policy'] as const,
+    registers: [registry],
+  });
+  const budgetRemainingUsd = new Gauge({
+    name: 'aigateway_budget_remaining_usd',
+    help: 'USD left this period in the group last settled, by cost usage-limit policy id.',
+    labelNames: ['policy'] as const,
+    registers: [registry],
+  });
+  const budgetAlerts = new Counter({
+    name: 'aigateway_budget_alerts_total',
+    help: 'Usage-limit alert thresholds crossed (once per policy, period and group), by policy id.',
+    labelNames: ['policy'] as const,
     registers: [registry],
   });
   const genAiLabels = ['gen_ai_operation_name', 'gen_ai_system', 'gen_ai_request_model'] as const;
@@ -252,6 +283,10 @@ export function createGatewayMetrics(options: { defaultMetrics?: boolean } = {})
       cacheStats = stats;
     },
     rateLimitDecisions,
+    budgetDecisions,
+    budgetSpentUsd,
+    budgetRemainingUsd,
+    budgetAlerts,
     genAiDuration,
     genAiTimeToFirstToken,
     genAiTokenUsage,

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { costOfRequest, estimateUsage } from '../accounting/request-cost.ts';
 import { saneUsage } from '../accounting/token-count.ts';
+import { settleBudgetOf } from '../budgets/budget-settlement.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 import { observeCost, observeRequest, OPERATIONS } from './observe-request.ts';
@@ -54,7 +55,7 @@ export function armRequestFinish(request: FastifyRequest, reply: FastifyReply, d
 }
 
 /** Where in accounting a throw was contained: the label of aigateway_internal_errors_total. */
-export type FinishStage = 'finish' | 'usage' | 'tokens' | 'cost' | 'metrics' | 'log' | 'log_store' | 'span';
+export type FinishStage = 'finish' | 'usage' | 'tokens' | 'cost' | 'budget' | 'metrics' | 'log' | 'log_store' | 'span';
 
 /** A throw in accounting: logged and counted, never rethrown (the answer is already out). */
 export function containFailure(deps: Pick<FinishDeps, 'logger' | 'metrics'>, stage: FinishStage, error: unknown): void {
@@ -96,6 +97,11 @@ export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps
   } catch (error) {
     context.costUsd = undefined;
     containFailure(deps, 'cost', error);
+  }
+  try {
+    settleBudgetOf(context);
+  } catch (error) {
+    containFailure(deps, 'budget', error);
   }
   try {
     observeRequest(deps.metrics, context, route, status);

@@ -10,6 +10,7 @@ import OpenAI from 'openai';
 import { controlPlaneRoutes } from '../../operator/api/control-plane.ts';
 import type { RateLimitCounterStore } from '../../proxy/ratelimit/counter-store.ts';
 import type { PolicyStore } from '../../proxy/ratelimit/policy-store.ts';
+import type { BudgetStore } from '../../proxy/budgets/budget-store.ts';
 import type { FailMode } from '../../proxy/ratelimit/rate-limiter.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import type { RequestRecordSink } from '../../proxy/observability/request-record.ts';
@@ -43,6 +44,7 @@ export interface HarnessOptions {
   random?: () => number;
   counterStore?: RateLimitCounterStore;
   policyStore?: PolicyStore;
+  budgetStore?: BudgetStore;
   rateLimitFailMode?: FailMode;
   plugins?: ReadonlyArray<(host: GatewayHost) => FastifyPluginAsync>;
   requestSink?: RequestRecordSink;
@@ -82,6 +84,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     random: options.random,
     counterStore: options.counterStore,
     policyStore: options.policyStore,
+    budgetStore: options.budgetStore,
     rateLimitFailMode: options.rateLimitFailMode,
     controlPlane: controlPlaneRoutes,
     plugins: options.plugins,

@@ -1,0 +1,159 @@
+// Budget counters: one interface, two stores (memory standalone, Redis shared by replicas).
+// Amounts are integers in store units (micro-USD for cost policies, tokens for token ones),
+// so Redis arithmetic (HINCRBY) is exact. Each counter holds:
+//   u — used: settled spend plus the reservations of requests still running,
+//   s — spent: settled spend only (what status, analytics and alerts report),
+//   a — set once the alert threshold was crossed in this period (one alert per period).
+
+export interface BudgetReservation {
+  /** Counter identity, e.g. `budget:{p1}:m2026-11:api_key=k1`; opaque to the store. */
+  readonly key: string;
+  /** credit_limit in store units. */
+  readonly limit: number;
+  /** What this request reserves (>= 0). */
+  readonly amount: number;
+  /** Seconds to keep the counter after this write; 0 keeps it. */
+  readonly ttlSeconds: number;
+}
+
+export type ReserveOutcome =
+  | { readonly admitted: true; /** used after the reservation, per counter */ readonly used: readonly number[] }
+  | { readonly admitted: false; /** the first counter that could not cover its amount */ readonly index: number; readonly used: number };
+
+export interface BudgetSettlement {
+  readonly key: string;
+  /** What was reserved on admission (refunded here). */
+  readonly reserved: number;
+  /** What the request really cost. */
+  readonly actual: number;
+  readonly ttlSeconds: number;
+  /** alert_threshold in store units, or -1. */
+  readonly alertAt: number;
+}
+
+export interface SettleOutcome {
+  readonly used: number;
+  readonly spent: number;
+  /** This settlement crossed the alert threshold first in the period (exactly one caller sees true). */
+  readonly crossed: boolean;
+}
+
+export interface BudgetStore {
+  /** All-or-nothing: every counter takes its amount when used + amount <= limit for all, else none does. */
+  reserve(reservations: readonly BudgetReservation[]): Promise<ReserveOutcome>;
+  settle(settlements: readonly BudgetSettlement[]): Promise<SettleOutcome[]>;
+  /** Spent and used of each counter (0 when absent). */
+  read(keys: readonly string[]): Promise<Array<{ used: number; spent: number }>>;
+  /** Counters whose key starts with `prefix`, at most `max` of them (analytics). */
+  scan(prefix: string, max: number): Promise<Array<{ key: string; used: number; spent: number }>>;
+  connect?(timeoutMs: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Rejects amounts that would corrupt a counter. */
+export function assertAmount(value: number, what: string): void {
+  if (!Number.isSafeInteger(value)) throw new RangeError(`${what} must be a safe integer, got ${value}`);
+}
+
+interface Counter {
+  used: number;
+  spent: number;
+  alerted: boolean;
+  /** ms since epoch after which the counter is gone; Infinity keeps it. */
+  expiresAt: number;
+}
+
+/**
+ * Budget counters in one process. Every call runs synchronously inside its promise, so a
+ * reservation's check-and-take cannot interleave with another's. Bounded: beyond `maxKeys`
+ * the oldest counter is dropped (a standalone gateway has few groups; this only stops a
+ * flood of group values from growing memory without end).
+ */
+export class MemoryBudgetStore implements BudgetStore {
+  readonly #counters = new Map<string, Counter>();
+  readonly #maxKeys: number;
+  readonly #now: () => number;
+
+  constructor(options: { maxKeys?: number; now?: () => number } = {}) {
+    this.#maxKeys = options.maxKeys ?? 100_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  async reserve(reservations: readonly BudgetReservation[]): Promise<ReserveOutcome> {
+    for (const [index, item] of reservations.entries()) {
+      assertAmount(item.amount, 'amount');
+      const used = this.#get(item.key)?.used ?? 0;
+      if (used + item.amount > item.limit) return { admitted: false, index, used };
+    }
+    const used = reservations.map((item) => {
+      const counter = this.#touch(item.key, item.ttlSeconds);
+      counter.used += item.amount;
+      return counter.used;
+    });
+    return { admitted: true, used };
+  }
+
+  async settle(settlements: readonly BudgetSettlement[]): Promise<SettleOutcome[]> {
+    return settlements.map((item) => {
+      assertAmount(item.actual, 'actual');
+      assertAmount(item.reserved, 'reserved');
+      const counter = this.#touch(item.key, item.ttlSeconds);
+      counter.used = Math.max(0, counter.used + item.actual - item.reserved);
+      const before = counter.spent;
+      counter.spent += item.actual;
+      let crossed = false;
+      if (item.alertAt >= 0 && counter.spent >= item.alertAt && before < item.alertAt && !counter.alerted) {
+        counter.alerted = true;
+        crossed = true;
+      }
+      return { used: counter.used, spent: counter.spent, crossed };
+    });
+  }
+
+  async read(keys: readonly string[]): Promise<Array<{ used: number; spent: number }>> {
+    return keys.map((key) => {
+      const counter = this.#get(key);
+      return { used: counter?.used ?? 0, spent: counter?.spent ?? 0 };
+    });
+  }
+
+  async scan(prefix: string, max: number): Promise<Array<{ key: string; used: number; spent: number }>> {
+    const found: Array<{ key: string; used: number; spent: number }> = [];
+    for (const key of this.#counters.keys()) {
+      if (found.length >= max) break;
+      if (!key.startsWith(prefix)) continue;
+      const counter = this.#get(key);
+      if (counter !== undefined) found.push({ key, used: counter.used, spent: counter.spent });
+    }
+    return found;
+  }
+
+  async close(): Promise<void> {
+    this.#counters.clear();
+  }
+
+  #get(key: string): Counter | undefined {
+    const counter = this.#counters.get(key);
+    if (counter !== undefined && counter.expiresAt <= this.#now()) {
+      this.#counters.delete(key);
+      return undefined;
+    }
+    return counter;
+  }
+
+  #touch(key: string, ttlSeconds: number): Counter {
+    let counter = this.#get(key);
+    const expiresAt = ttlSeconds > 0 ? this.#now() + ttlSeconds * 1000 : Number.POSITIVE_INFINITY;
+    if (counter === undefined) {
+      counter = { used: 0, spent: 0, alerted: false, expiresAt };
+      this.#counters.set(key, counter);
+      if (this.#counters.size > this.#maxKeys) {
+        const oldest = this.#counters.keys().next().value;
+        if (oldest !== undefined && oldest !== key) this.#counters.delete(oldest);
+      }
+    } else {
+      counter.expiresAt = expiresAt;
+    }
+    return counter;
+  }
+}

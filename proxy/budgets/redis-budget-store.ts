@@ -1,0 +1,148 @@
+import { CounterStoreUnavailableError } from '../errors.ts';
+import { FailFastRedis, type RedisConnection } from '../redis/fail-fast-redis.ts';
+import { assertAmount, type BudgetReservation, type BudgetSettlement, type BudgetStore, type ReserveOutcome, type SettleOutcome } from './budget-store.ts';
+
+// Budget counters in Redis, shared by every gateway replica: one hash per (policy, period,
+// group) with fields u (used: spent + open reservations), s (spent) and a (alerted).
+// Reservations across several policies are one Lua script over all their keys, so they are
+// all-or-nothing and no replica can slip in between the check and the take. Keys carry the
+// `{budget}` hash tag so the script's keys share a slot on a Redis Cluster too.
+
+// KEYS: counters; ARGV per key: limit, amount, ttl.
+const RESERVE_LUA = `
+local n = #KEYS
+for i = 1, n do
+  local limit = tonumber(ARGV[i * 3 - 2])
+  local amount = tonumber(ARGV[i * 3 - 1])
+  local used = tonumber(redis.call('HGET', KEYS[i], 'u') or '0')
+  if used + amount > limit then return {0, i, used} end
+end
+local out = {1}
+for i = 1, n do
+  local used = redis.call('HINCRBY', KEYS[i], 'u', ARGV[i * 3 - 1])
+  local ttl = tonumber(ARGV[i * 3])
+  if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) end
+  out[#out + 1] = used
+end
+return out
+`;
+
+// KEYS: counters; ARGV per key: reserved, actual, ttl, alertAt (-1: none).
+const SETTLE_LUA = `
+local out = {}
+for i = 1, #KEYS do
+  local reserved = tonumber(ARGV[i * 4 - 3])
+  local actual = tonumber(ARGV[i * 4 - 2])
+  local ttl = tonumber(ARGV[i * 4 - 1])
+  local alertAt = tonumber(ARGV[i * 4])
+  local used = redis.call('HINCRBY', KEYS[i], 'u', actual - reserved)
+  if used < 0 then redis.call('HSET', KEYS[i], 'u', 0); used = 0 end
+  local spent = redis.call('HINCRBY', KEYS[i], 's', actual)
+  local crossed = 0
+  if alertAt >= 0 and spent >= alertAt and spent - actual < alertAt then
+    crossed = redis.call('HSETNX', KEYS[i], 'a', 1)
+  end
+  if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) end
+  out[#out + 1] = used
+  out[#out + 1] = spent
+  out[#out + 1] = crossed
+end
+return out
+`;
+
+interface BudgetScripts {
+  aigwBudgetReserve(...args: string[]): Promise<number[]>;
+  aigwBudgetSettle(...args: string[]): Promise<number[]>;
+}
+
+export interface RedisBudgetStoreOptions {
+  readonly connection?: RedisConnection;
+  readonly url?: string;
+  /** Prepended to every key (tests isolate runs with it). */
+  readonly keyPrefix?: string;
+  readonly commandTimeoutMs?: number;
+}
+
+export class RedisBudgetStore implements BudgetStore {
+  readonly #redis: FailFastRedis<BudgetScripts>;
+  readonly #prefix: string;
+
+  constructor(options: RedisBudgetStoreOptions) {
+    this.#prefix = options.keyPrefix ?? 'aigw:';
+    this.#redis = new FailFastRedis<BudgetScripts>({
+      connection: options.connection,
+      url: options.url,
+      commandTimeoutMs: options.commandTimeoutMs ?? 100,
+      component: 'budget store',
+      scripts: {
+        aigwBudgetReserve: { lua: RESERVE_LUA },
+        aigwBudgetSettle: { lua: SETTLE_LUA },
+      },
+      unavailable: (message, errorOptions) => new CounterStoreUnavailableError(message, errorOptions),
+    });
+  }
+
+  async reserve(reservations: readonly BudgetReservation[]): Promise<ReserveOutcome> {
+    if (reservations.length === 0) return { admitted: true, used: [] };
+    const keys = reservations.map((item) => this.#prefix + item.key);
+    const args: string[] = [];
+    for (const item of reservations) {
+      assertAmount(item.amount, 'amount');
+      args.push(String(item.limit), String(item.amount), String(item.ttlSeconds));
+    }
+    const reply = await this.#redis.call((client) => client.aigwBudgetReserve(String(keys.length), ...keys, ...args));
+    if (reply[0] === 1) return { admitted: true, used: reply.slice(1).map(Number) };
+    return { admitted: false, index: Number(reply[1]) - 1, used: Number(reply[2]) };
+  }
+
+  async settle(settlements: readonly BudgetSettlement[]): Promise<SettleOutcome[]> {
+    if (settlements.length === 0) return [];
+    const keys = settlements.map((item) => this.#prefix + item.key);
+    const args: string[] = [];
+    for (const item of settlements) {
+      assertAmount(item.actual, 'actual');
+      assertAmount(item.reserved, 'reserved');
+      args.push(String(item.reserved), String(item.actual), String(item.ttlSeconds), String(item.alertAt));
+    }
+    const reply = await this.#redis.call((client) => client.aigwBudgetSettle(String(keys.length), ...keys, ...args));
+    return settlements.map((_, index) => ({
+      used: Number(reply[index * 3]),
+      spent: Number(reply[index * 3 + 1]),
+      crossed: reply[index * 3 + 2] === 1,
+    }));
+  }
+
+  async read(keys: readonly string[]): Promise<Array<{ used: number; spent: number }>> {
+    if (keys.length === 0) return [];
+    const replies = await this.#redis.call((client) => Promise.all(keys.map((key) => client.hmget(this.#prefix + key, 'u', 's'))));
+    return replies.map(([used, spent]) => ({ used: Number(used ?? 0), spent: Number(spent ?? 0) }));
+  }
+
+  async scan(prefix: string, max: number): Promise<Array<{ key: string; used: number; spent: number }>> {
+    const pattern = `${globEscape(this.#prefix + prefix)}*`;
+    const keys: string[] = [];
+    let cursor = '0';
+    // Bounded: at most a few SCAN pages, at most `max` keys.
+    for (let page = 0; page < 20 && keys.length < max; page++) {
+      const [next, batch] = await this.#redis.call((client) => client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000));
+      keys.push(...batch.slice(0, max - keys.length));
+      cursor = next;
+      if (cursor === '0') break;
+    }
+    const stripped = keys.map((key) => key.slice(this.#prefix.length));
+    const values = await this.read(stripped);
+    return stripped.map((key, index) => ({ key, ...(values[index] as { used: number; spent: number }) }));
+  }
+
+  async connect(timeoutMs: number): Promise<void> {
+    await this.#redis.connect(timeoutMs, (client) => client.aigwBudgetReserve('1', `${this.#prefix}{budget}:warm-up`, '1', '0', '60'));
+  }
+
+  async close(): Promise<void> {
+    await this.#redis.close();
+  }
+}
+
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (char) => `\\${char}`);
+}

@@ -18,7 +18,7 @@ import type { RequestLogStore } from './request-log-store.ts';
 //   startGateway({ …, requestSink: writer.sink });   …   await writer.close();
 
 export interface RequestLogWriterOptions {
-  /** Most records held in memory; beyond it new records are dropped. Default 10,000. */
+  /** Most records held in memory (queued and being written); beyond it new records are dropped. Default 10,000. */
   maxQueue?: number;
   /** Records per insert. Default 200. */
   batchSize?: number;
@@ -87,6 +87,7 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
   let outageSince: number | undefined;
   const dropped = { queue_full: 0, write_failed: 0, closed: 0 };
   let inFlight: Promise<void> | undefined;
+  let writing = 0; // records of the batch in flight
   let pumpScheduled = false;
   let closed = false;
   let lastErrorLogAt = -Infinity;
@@ -100,7 +101,7 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
 
   const sink: RequestRecordSink = (record) => {
     if (closed) return drop('closed', 1);
-    if (queue.length >= maxQueue) return drop('queue_full', 1);
+    if (queue.length + writing >= maxQueue) return drop('queue_full', 1);
     queue.push(record);
     accepted++;
     if (queue.length >= batchSize) schedulePump();
@@ -114,6 +115,7 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
     if (queue.length === 0) return Promise.resolve();
     const batch = queue.length <= batchSize ? queue : queue.slice(0, batchSize);
     queue = queue.length <= batchSize ? [] : queue.slice(batchSize);
+    writing = batch.length;
     // Through a promise, so a store that throws synchronously is a counted failure too.
     inFlight = Promise.resolve(batch).then((records) => store.insertMany(records)).then(
       () => {
@@ -144,6 +146,7 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
       },
     ).finally(() => {
       inFlight = undefined;
+      writing = 0;
       if (queue.length >= batchSize) schedulePump();
     });
     return inFlight;

@@ -26,6 +26,8 @@ import { CircuitBreakers, CIRCUIT_STATE_VALUE } from './resilience/circuit-break
 import type { RoutingRuntime } from './routing/execute-plan.ts';
 import { createUpstreamAgent } from './upstream/upstream-agent.ts';
 import { mcpPlugin } from './mcp/mcp-plugin.ts';
+import { websocketPlugin } from './websocket/websocket-plugin.ts';
+import type { SocketLimits } from './websocket/socket-registry.ts';
 import { consolePlugin } from './console/console-routes.ts';
 import { SECRET_KEY_ENV } from './batches/batch-credential-seal.ts';
 import { setPlainAnswerLimits } from './upstream/plain-answer-limits.ts';
@@ -66,6 +68,8 @@ export interface StartGatewayOptions {
    * with what they need of the running gateway. Registered after the inference routes.
    */
   plugins?: ReadonlyArray<(host: GatewayHost) => FastifyPluginAsync>;
+  /** WebSocket session limits (caps, message size, keep-alive, durations); defaults in websocket/socket-registry.ts. */
+  websocket?: Partial<SocketLimits> | undefined;
   /** Receives a record of every finished /v1 request (the request log store). */
   requestSink?: RequestRecordSink;
   /** Serve the web console at /console (docs/console.md); default off. */
@@ -267,6 +271,8 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
         secretKey: options.env[SECRET_KEY_ENV],
         now,
       }),
+      // WebSocket transports: /v1/responses upgraded and /v1/realtime (docs/websocket.md).
+      websocketPlugin({ logger, rateLimiter, dynamicPolicies: () => policyStore.snapshot(), limits: options.websocket }),
       ...(options.plugins?.map((build) => build(gatewayHost)) ?? []),
       ...(options.console === true ? [consolePlugin()] : []),
     ],

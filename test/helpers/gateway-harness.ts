@@ -15,6 +15,7 @@ import type { FailMode } from '../../proxy/ratelimit/rate-limiter.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import type { RequestRecordSink } from '../../proxy/observability/request-record.ts';
 import type { ResponseCacheStore } from '../../proxy/cache/response-cache-store.ts';
+import type { SocketLimits } from '../../proxy/websocket/socket-registry.ts';
 import { startGateway, type GatewayHost, type RunningGateway } from '../../proxy/start-gateway.ts';
 
 export const TEST_GATEWAY_KEY = 'gw-test-key-0123456789-012345678';
@@ -54,6 +55,8 @@ export interface HarnessOptions {
   cacheStore?: ResponseCacheStore;
   /** Serve the web console at /console. */
   console?: boolean;
+  /** WebSocket session limits (proxy/websocket/socket-registry.ts). */
+  websocket?: Partial<SocketLimits>;
 }
 
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -94,6 +97,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     maxInFlightPerKey: options.maxInFlightPerKey,
     cacheStore: options.cacheStore,
     console: options.console,
+    websocket: options.websocket,
   });
   let counter = 0;
   return {

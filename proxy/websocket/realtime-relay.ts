@@ -1,0 +1,341 @@
+import { isIP } from 'node:net';
+import type { FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { WebSocket, type RawData } from 'ws';
+import { tokenCount } from '../accounting/token-count.ts';
+import type { GatewayState } from '../config/gateway-state.ts';
+import { GatewayError } from '../errors.ts';
+import { headerValue } from '../gateway-headers.ts';
+import type { ResolvedTarget } from '../providers/provider-adapter.ts';
+import type { RequestContext } from '../request-context.ts';
+import type { Admission, RateLimiter } from '../ratelimit/rate-limiter.ts';
+import { resolveTarget } from '../routing/resolve-target.ts';
+import type { PlanNode } from '../routing/routing-plan.ts';
+import type { RouteSelection } from '../routing/select-route.ts';
+import { guardedLookup, type EgressPolicy } from '../upstream/egress-policy.ts';
+import { redactor, secretsOfTarget } from '../upstream/guarded-call.ts';
+import { CLOSE, type Session, type SocketLimits } from './socket-registry.ts';
+
+// GET /v1/realtime relayed to OpenAI or Azure OpenAI realtime. The upstream socket is opened
+// before the client's upgrade is accepted (a provider that refuses is a 502 on the upgrade),
+// to the first target of the route that speaks realtime, through the same egress policy as
+// every upstream call (the resolved address is checked: upstream/egress-policy.ts). Frames
+// are relayed both ways; every `response.done` is read for its usage (input, output, cached
+// and audio tokens), which is added to the session's usage and charged to the key's token
+// limits as it arrives; the session is recorded once, when it ends, with its total usage
+// and cost (websocket-plugin.ts).
+
+/** Families whose realtime API the relay speaks. */
+const REALTIME_FAMILIES = new Set(['openai', 'azure-openai']);
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+const MAX_BAD_FRAMES = 16;
+
+export interface UpstreamSocket {
+  readonly socket: WebSocket;
+  readonly provider: string;
+  readonly model: string | undefined;
+  /** The relay took it (else it is closed when the client leaves before the upgrade). */
+  relayed: boolean;
+}
+
+/** Opens the upstream socket for the route's first realtime target; throws the HTTP refusal. */
+export async function connectRealtimeUpstream(selection: RouteSelection, request: FastifyRequest, model: string | undefined, limits: SocketLimits): Promise<UpstreamSocket> {
+  const context = request.gateway;
+  let refusal: GatewayError | undefined;
+  for (const leaf of leavesOf(selection.plan, model)) {
+    let target: ResolvedTarget;
+    try {
+      target = resolveTarget(leaf.settings, leaf.path, context.state, request.headers, leaf.origin);
+    } catch (error) {
+      refusal ??= error instanceof GatewayError ? error : undefined;
+      continue;
+    }
+    if (!REALTIME_FAMILIES.has(target.adapter.family) || target.adapter.forward === undefined) {
+      refusal ??= new GatewayError('AIGW_ERR_UNSUPPORTED_ENDPOINT', `Provider "${target.provider}" has no realtime WebSocket API; route /v1/realtime to openai or azure-openai.`, {
+        param: 'model',
+      });
+      continue;
+    }
+    const upstreamModel = stringOf(leaf.settings.override_params?.['model']) ?? model;
+    try {
+      const socket = await openUpstream(target, upstreamModel, request, context.state, limits);
+      context.provider = target.provider;
+      context.model = upstreamModel;
+      context.upstreamStartedAt = process.hrtime.bigint();
+      return { socket, provider: target.provider, model: upstreamModel, relayed: false };
+    } catch (error) {
+      refusal = error instanceof GatewayError ? error : new GatewayError('AIGW_ERR_UPSTREAM_UNREACHABLE', 'The realtime upstream could not be reached.');
+    }
+  }
+  throw refusal ?? new GatewayError('AIGW_ERR_UNSUPPORTED_ENDPOINT', 'This route has no target that serves /v1/realtime.', { param: 'model' });
+}
+
+/** The plan's leaves in the order a fallback would try them (a conditional's matched branch). */
+function leavesOf(plan: PlanNode, model: string | undefined): PlanNode[] {
+  const leaves: PlanNode[] = [];
+  const visit = (node: PlanNode, depth: number): void => {
+    if (depth > 32 || leaves.length >= 16) return;
+    if (node.mode === undefined) {
+      leaves.push(node);
+      return;
+    }
+    if (node.mode === 'conditional') {
+      const query = { metadata: undefined, params: model === undefined ? {} : { model }, url: { pathname: '/v1/realtime' } };
+      const matched = node.conditions.find((condition) => condition.test(query))?.child ?? node.defaultChild;
+      if (matched !== undefined) visit(matched, depth + 1);
+      return;
+    }
+    for (const child of node.mode === 'single' ? node.children.slice(0, 1) : node.children) visit(child, depth + 1);
+  };
+  visit(plan, 0);
+  return leaves;
+}
+
+async function openUpstream(target: ResolvedTarget, model: string | undefined, request: FastifyRequest, state: GatewayState, limits: SocketLimits): Promise<WebSocket> {
+  const query = new URLSearchParams();
+  if (model !== undefined) query.set('model', model);
+  // Azure's GA data plane with an api-version names the deployment as `deployment`.
+  if (target.adapter.family === 'azure-openai' && model !== undefined) query.set('deployment', model);
+  const forward = target.adapter.forward;
+  if (forward === undefined) throw new GatewayError('AIGW_ERR_UNSUPPORTED_ENDPOINT', `Provider "${target.provider}" has no realtime API.`);
+  const planned = forward(target, { method: 'GET', path: 'realtime', query });
+  const url = new URL(planned.url);
+  url.protocol = url.protocol === 'http:' ? 'ws:' : 'wss:';
+  const headers: Record<string, string> = { ...planned.headers };
+  // The beta realtime interface is chosen by this header; the client's choice goes along.
+  const beta = headerValue(request.headers['openai-beta']);
+  if (beta !== undefined && /^realtime=v\d+$/.test(beta)) headers['openai-beta'] = beta;
+
+  const policy: EgressPolicy = target.hostChosenBy === 'operator' ? state.egress : state.clientEgress;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  // An address literal never reaches the lookup: it is checked here.
+  const denied = policy.checkName(host) ?? (isIP(host) === 0 ? undefined : policy.check(host, host));
+  if (denied !== undefined) throw new GatewayError('AIGW_ERR_EGRESS_DENIED', denied, { param: 'model' });
+  const redact = redactor(secretsOfTarget(target));
+
+  return new Promise<WebSocket>((resolve, reject) => {
+    const socket = new WebSocket(url, {
+      headers,
+      lookup: guardedLookup(() => policy) as never,
+      maxPayload: limits.maxMessageBytes,
+      perMessageDeflate: false,
+      followRedirects: false,
+      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+    });
+    const fail = (error: GatewayError): void => {
+      socket.removeAllListeners();
+      socket.on('error', () => undefined);
+      socket.terminate();
+      reject(error);
+    };
+    socket.once('open', () => {
+      socket.removeAllListeners('unexpected-response');
+      resolve(socket);
+    });
+    socket.once('unexpected-response', (_request, response) => {
+      const status = response.statusCode ?? 502;
+      response.resume();
+      fail(
+        new GatewayError('AIGW_ERR_UPSTREAM_UNREACHABLE', `The realtime upstream (${target.provider}) refused the connection with status ${status}.`, {
+          status: status === 429 ? 429 : 502,
+        }),
+      );
+    });
+    socket.once('error', (error) => {
+      const message = redact(error.message).slice(0, 300);
+      fail(
+        (error as { code?: string }).code === 'AIGW_ERR_EGRESS_DENIED' || error.name === 'EgressDeniedError'
+          ? new GatewayError('AIGW_ERR_EGRESS_DENIED', message, { param: 'model' })
+          : new GatewayError('AIGW_ERR_UPSTREAM_UNREACHABLE', `The realtime upstream (${target.provider}) could not be reached: ${message}`),
+      );
+    });
+  });
+}
+
+export interface RelayDeps {
+  readonly context: RequestContext;
+  readonly limits: SocketLimits;
+  readonly logger: Logger;
+  readonly rateLimiter: RateLimiter | undefined;
+  readonly admission: Admission | undefined;
+}
+
+interface SessionUsage {
+  input: number;
+  output: number;
+  cached: number;
+  audioInput: number;
+  audioOutput: number;
+  responses: number;
+}
+
+export class RealtimeRelay implements Session {
+  readonly socket: WebSocket;
+  readonly keyId: string | undefined;
+  readonly #upstream: WebSocket;
+  readonly #deps: RelayDeps;
+  readonly #usage: SessionUsage = { input: 0, output: 0, cached: 0, audioInput: 0, audioOutput: 0, responses: 0 };
+  #charged = false;
+  #badFrames = 0;
+  #idle: NodeJS.Timeout | undefined;
+
+  constructor(client: WebSocket, upstream: UpstreamSocket, deps: RelayDeps) {
+    this.socket = client;
+    this.keyId = deps.context.apiKey?.id;
+    this.#upstream = upstream.socket;
+    this.#deps = deps;
+    upstream.relayed = true;
+    const lifetime = setTimeout(() => this.#closeBoth(CLOSE.normal, 'session duration limit reached'), deps.limits.maxSessionMs).unref();
+    this.#touch();
+    client.on('message', (data, isBinary) => this.#fromClient(data, isBinary));
+    this.#upstream.on('message', (data, isBinary) => this.#fromUpstream(data, isBinary));
+    client.once('close', (code, reason) => {
+      clearTimeout(lifetime);
+      if (this.#idle !== undefined) clearTimeout(this.#idle);
+      closeSocket(this.#upstream, code, reason.toString('utf8'));
+      this.#finish();
+    });
+    this.#upstream.once('close', (code, reason) => closeSocket(client, code, reason.toString('utf8') || 'upstream closed'));
+    this.#upstream.on('error', (error) => {
+      deps.logger.warn({ err: { message: error.message.slice(0, 300) } }, 'realtime upstream socket failed');
+      closeSocket(client, CLOSE.internal, 'upstream error');
+    });
+  }
+
+  drain(): void {
+    this.#closeBoth(CLOSE.goingAway, 'server shutting down');
+  }
+
+  #touch(): void {
+    if (this.#idle !== undefined) clearTimeout(this.#idle);
+    this.#idle = setTimeout(() => this.#closeBoth(CLOSE.normal, 'idle timeout'), this.#deps.limits.idleTimeoutMs).unref();
+  }
+
+  #closeBoth(code: number, reason: string): void {
+    closeSocket(this.socket, code, reason);
+    closeSocket(this.#upstream, code, reason);
+  }
+
+  #fromClient(data: RawData, isBinary: boolean): void {
+    this.#touch();
+    // Realtime events are JSON text; audio travels base64 inside them.
+    if (isBinary) return this.#refuse('Binary frames are not accepted: send each event as a JSON text frame.');
+    const text = rawText(data);
+    if (!looksLikeEvent(text)) return this.#refuse('An event is a JSON object with a string "type".');
+    this.#badFrames = 0;
+    if (this.#upstream.readyState !== WebSocket.OPEN) return;
+    if (this.#upstream.bufferedAmount + text.length > this.#deps.limits.maxBufferedBytes) {
+      this.#closeBoth(CLOSE.tryAgainLater, 'upstream is not reading: send buffer full');
+      return;
+    }
+    this.#upstream.send(text);
+  }
+
+  #fromUpstream(data: RawData, isBinary: boolean): void {
+    if (this.socket.readyState !== WebSocket.OPEN) return;
+    const payload = isBinary ? data : rawText(data);
+    const size = typeof payload === 'string' ? payload.length : rawLength(data);
+    if (this.socket.bufferedAmount + size > this.#deps.limits.maxBufferedBytes) {
+      this.#closeBoth(CLOSE.policy, 'client is not reading: send buffer full');
+      return;
+    }
+    if (typeof payload === 'string' && payload.includes('"response.done"')) this.#account(payload);
+    this.socket.send(payload as never, { binary: isBinary });
+  }
+
+  #refuse(message: string): void {
+    if (this.socket.readyState === WebSocket.OPEN) {
+      this.socket.send(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', code: 'AIGW_ERR_INVALID_BODY', message, param: null } }));
+    }
+    if (++this.#badFrames >= MAX_BAD_FRAMES) this.#closeBoth(CLOSE.policy, 'too many invalid events');
+  }
+
+  /** One response's usage: added to the session, charged to token limits now. */
+  #account(text: string): void {
+    let event: Record<string, unknown>;
+    try {
+      event = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    if (event['type'] !== 'response.done') return;
+    const usage = objectOf(objectOf(event['response'])?.['usage']);
+    if (usage === undefined) return;
+    const input = tokenCount(usage['input_tokens']) ?? 0;
+    const output = tokenCount(usage['output_tokens']) ?? 0;
+    const inputDetails = objectOf(usage['input_token_details']);
+    const outputDetails = objectOf(usage['output_token_details']);
+    const total = this.#usage;
+    total.input += input;
+    total.output += output;
+    total.cached += Math.min(tokenCount(inputDetails?.['cached_tokens']) ?? 0, input);
+    total.audioInput += Math.min(tokenCount(inputDetails?.['audio_tokens']) ?? 0, input);
+    total.audioOutput += Math.min(tokenCount(outputDetails?.['audio_tokens']) ?? 0, output);
+    total.responses++;
+    const context = this.#deps.context;
+    context.usage = { prompt: total.input, completion: total.output, total: total.input + total.output, cachedPrompt: total.cached };
+    context.upstreamDoneAt = process.hrtime.bigint();
+    this.#charge(input + output);
+  }
+
+  // The first charge settles the upgrade's reservation; later ones add to the windows.
+  #charge(tokens: number): void {
+    const { rateLimiter, admission } = this.#deps;
+    if (rateLimiter === undefined || admission === undefined || admission.tokenWindows.length === 0) return;
+    rateLimiter.settleTokens(this.#charged ? { tokenWindows: admission.tokenWindows, reserved: admission.tokenWindows.map(() => 0) } : admission, tokens);
+    this.#charged = true;
+  }
+
+  #finish(): void {
+    const total = this.#usage;
+    const context = this.#deps.context;
+    this.#deps.logger.info(
+      {
+        trace_id: context.traceId,
+        realtime: { responses: total.responses, input_tokens: total.input, output_tokens: total.output, cached_tokens: total.cached, audio_input_tokens: total.audioInput, audio_output_tokens: total.audioOutput },
+      },
+      'realtime session ended',
+    );
+    // Nothing was spent: the upgrade's reservation is returned.
+    if (!this.#charged) this.#charge(0);
+  }
+}
+
+function closeSocket(socket: WebSocket, code: number, reason: string): void {
+  if (socket.readyState === WebSocket.CLOSING || socket.readyState === WebSocket.CLOSED) return;
+  // 1005/1006/1015 describe a close; they cannot be sent.
+  const sendable = code === 1000 || (code >= 1001 && code <= 1014 && code !== 1004 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999);
+  try {
+    socket.close(sendable ? code : CLOSE.normal, Buffer.byteLength(reason) > 120 ? reason.slice(0, 60) : reason);
+  } catch {
+    socket.terminate();
+  }
+}
+
+function looksLikeEvent(text: string): boolean {
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && typeof (parsed as Record<string, unknown>)['type'] === 'string';
+  } catch {
+    return false;
+  }
+}
+
+function rawText(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data).toString('utf8');
+}
+
+function rawLength(data: RawData): number {
+  if (Array.isArray(data)) return data.reduce((sum, part) => sum + part.length, 0);
+  return data.byteLength;
+}
+
+function objectOf(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+function stringOf(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}

@@ -1,6 +1,6 @@
 // Spend & health: cost and tokens over time by a dimension, error rate, latency
-// percentiles and cache hit rate — charts drawn from /v1/analytics/summary, one bounded
-// query per time bucket (BUCKETS queries per refresh, none while the page is closed).
+// percentiles and cache hit rate — charts drawn from /v1/analytics/summary, one query per
+// time bucket, one after another (BUCKETS queries per refresh; none on a timer).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { html } from 'htm/preact';
 import uPlot from 'uplot';
@@ -17,17 +17,34 @@ const RANGES = [
 const DIMENSIONS = ['model', 'provider', 'workspace', 'api_key_id', 'metadata'];
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#7f7f7f'];
 
+/** Summable stats of several summary entries (percentiles are not summable: charts show them per bucket). */
+function addUp(entries) {
+  const sum = { requests: 0, errors: 0, tokens: 0, cost: 0, hits: 0, lookups: 0 };
+  for (const entry of entries) {
+    sum.requests += entry.requests;
+    sum.errors += entry.errors;
+    sum.tokens += entry.tokens.total;
+    sum.cost += entry.cost.usd;
+    sum.hits += entry.cache.hits;
+    sum.lookups += entry.cache.lookups;
+  }
+  return { ...sum, errorRate: sum.requests === 0 ? null : sum.errors / sum.requests, hitRate: sum.lookups === 0 ? null : sum.hits / sum.lookups };
+}
+
+// One bucket at a time: the store answers one console query at a time, and the totals are
+// added up from the buckets instead of asked for again.
 async function loadSeries(rangeMs, groupBy) {
   const to = Date.now();
   const step = rangeMs / BUCKETS;
-  const buckets = await Promise.all(
-    Array.from({ length: BUCKETS }, (_, index) => {
-      const from = to - rangeMs + index * step;
-      return api('v1/analytics/summary', { query: { from: Math.round(from), to: Math.round(from + step), group_by: groupBy } });
-    }),
-  );
-  const total = await api('v1/analytics/summary', { query: { from: Math.round(to - rangeMs), to, group_by: groupBy } });
-  return { buckets, total, times: buckets.map((_, index) => (to - rangeMs + (index + 1) * step) / 1000) };
+  const buckets = [];
+  for (let index = 0; index < BUCKETS; index++) {
+    const from = to - rangeMs + index * step;
+    buckets.push(await api('v1/analytics/summary', { query: { from: Math.round(from), to: Math.round(from + step), group_by: groupBy } }));
+  }
+  const byGroup = new Map();
+  for (const bucket of buckets) for (const entry of bucket.data) byGroup.set(entry.group, [...(byGroup.get(entry.group) ?? []), entry]);
+  const groups = [...byGroup].map(([group, entries]) => ({ group, ...addUp(entries) })).sort((a, b) => b.requests - a.requests);
+  return { buckets, total: addUp(buckets.map((bucket) => bucket.total)), groups, truncated: buckets.some((bucket) => bucket.has_more), times: buckets.map((_, index) => (to - rangeMs + (index + 1) * step) / 1000) };
 }
 
 /** One uPlot chart; redrawn when its data changes. */
@@ -76,7 +93,7 @@ export function SpendPage() {
     };
   }, [range, groupBy, version]);
 
-  const groups = data === undefined ? [] : data.total.data.slice(0, TOP_GROUPS).map((entry) => entry.group);
+  const groups = data === undefined ? [] : data.groups.slice(0, TOP_GROUPS).map((entry) => entry.group);
   const perGroup = (pick) =>
     groups.map((group) => ({
       label: group ?? '(none)',
@@ -112,12 +129,11 @@ export function SpendPage() {
     ${data === undefined
       ? html`<p role="status">Loading…</p>`
       : html`<div class="cards" role="list" aria-label="Totals for the range">
-            <div class="card" role="listitem"><span>Requests</span><strong>${fmt.int(data.total.total.requests)}</strong></div>
-            <div class="card" role="listitem"><span>Cost</span><strong>${fmt.usd(data.total.total.cost.usd)}</strong></div>
-            <div class="card" role="listitem"><span>Tokens</span><strong>${fmt.int(data.total.total.tokens.total)}</strong></div>
-            <div class="card" role="listitem"><span>Error rate</span><strong>${fmt.pct(data.total.total.error_rate)}</strong></div>
-            <div class="card" role="listitem"><span>Latency p50 / p95</span><strong>${fmt.ms(data.total.total.latency_ms.p50)} / ${fmt.ms(data.total.total.latency_ms.p95)}</strong></div>
-            <div class="card" role="listitem"><span>Cache hit rate</span><strong>${fmt.pct(data.total.total.cache.hit_rate)}</strong></div>
+            <div class="card" role="listitem"><span>Requests</span><strong>${fmt.int(data.total.requests)}</strong></div>
+            <div class="card" role="listitem"><span>Cost</span><strong>${fmt.usd(data.total.cost)}</strong></div>
+            <div class="card" role="listitem"><span>Tokens</span><strong>${fmt.int(data.total.tokens)}</strong></div>
+            <div class="card" role="listitem"><span>Error rate</span><strong>${fmt.pct(data.total.errorRate)}</strong></div>
+            <div class="card" role="listitem"><span>Cache hit rate</span><strong>${fmt.pct(data.total.hitRate)}</strong></div>
           </div>
           <div class="charts">
             <${Chart} title=${`Cost (USD) by ${dimension}`} description="cost per time bucket" times=${data.times} series=${perGroup((entry) => entry.cost.usd)} unit="usd" />
@@ -127,14 +143,13 @@ export function SpendPage() {
             <${Chart} title="Error rate and cache hit rate" description="rates per time bucket" times=${data.times} series=${[totals('error rate', (total) => total.error_rate), totals('cache hit rate', (total) => total.cache.hit_rate)]} unit="pct" />
           </div>
           <table class="groups">
-            <caption>By ${dimension} over the range${data.total.has_more ? ' (largest groups)' : ''}</caption>
-            <thead><tr><th scope="col">${dimension}</th><th scope="col">Requests</th><th scope="col">Errors</th><th scope="col">Tokens</th><th scope="col">Cost</th><th scope="col">p50</th><th scope="col">p95</th><th scope="col">Cache hits</th></tr></thead>
+            <caption>By ${dimension} over the range${data.truncated ? ' (the largest groups of each bucket)' : ''}</caption>
+            <thead><tr><th scope="col">${dimension}</th><th scope="col">Requests</th><th scope="col">Errors</th><th scope="col">Error rate</th><th scope="col">Tokens</th><th scope="col">Cost</th><th scope="col">Cache hit rate</th></tr></thead>
             <tbody>
-              ${data.total.data.map(
+              ${data.groups.map(
                 (entry) => html`<tr>
                   <th scope="row">${entry.group ?? '(none)'}</th><td class="num">${fmt.int(entry.requests)}</td><td class="num">${fmt.int(entry.errors)}</td>
-                  <td class="num">${fmt.int(entry.tokens.total)}</td><td class="num">${fmt.usd(entry.cost.usd)}</td>
-                  <td class="num">${fmt.ms(entry.latency_ms.p50)}</td><td class="num">${fmt.ms(entry.latency_ms.p95)}</td><td class="num">${fmt.pct(entry.cache.hit_rate)}</td>
+                  <td class="num">${fmt.pct(entry.errorRate)}</td><td class="num">${fmt.int(entry.tokens)}</td><td class="num">${fmt.usd(entry.cost)}</td><td class="num">${fmt.pct(entry.hitRate)}</td>
                 </tr>`,
               )}
             </tbody>

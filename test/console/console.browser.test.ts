@@ -1,7 +1,7 @@
 // The web console end to end in a real browser: Debian's headless Chromium driven by
 // playwright-core (no browser download) against a running gateway with a mock provider
 // and the SQLite request log. Sign-in, filtering, a request's detail (a fallback's
-// attempts), the spend charts, the configuration view, the playground's streamed answer
+// attempts), the spend charts and budgets, the configuration view, the playground's streamed answer
 // and route, keyboard focus and labels, and the console behind a path prefix (an Ingress).
 // Any console error, page error or CSP violation fails the test.
 // With CONSOLE_SCREENSHOTS=<dir> it also writes the screenshots docs/console.md shows.
@@ -53,6 +53,9 @@ function state(): Record<string, unknown> {
       },
     ],
     models: [{ name: 'gpt-4o-mini', target: '@mock' }],
+    usageLimitPolicies: [
+      { id: 'monthly', name: 'Default workspace, monthly', type: 'cost', credit_limit: 5, periodic_reset: 'monthly', conditions: [{ key: 'workspace_id', value: 'default' }], group_by: [{ key: 'workspace_id' }] },
+    ],
     rateLimitPolicies: [{ id: 'per-key', type: 'requests', unit: 'rpm', value: 1000, conditions: [{ key: 'workspace_id', value: 'default' }], group_by: [{ key: 'api_key' }] }],
   });
 }
@@ -208,6 +211,10 @@ describe('the web console in Chromium', { skip: SKIP }, () => {
       await eventually(async () => (await page.locator('.chart canvas').count()) >= 5, 'five charts');
       assert.match(await page.locator('.cards').innerText(), /Requests\s*5/);
       await page.locator('table.groups').getByText('gpt-4o-mini').first().waitFor();
+      // Budgets: the policy with this month's spend and what is left of its $5.
+      const budget = page.locator('table.budgets tbody tr').first();
+      await budget.waitFor();
+      assert.match(await budget.innerText(), /Default workspace, monthly\s+workspace_id=default\s+monthly \(m\d{4}-\d\d\)\s+\$0\.0000\d+\s+\$(4\.99|5\.00)\d*\s+\$5\.0000/);
       await shot(page, 'spend');
 
       // Configuration: the served hash, the routing tree with the tripped breaker, no provider key.

@@ -1,5 +1,5 @@
 // Spend & health: cost and tokens over time by a dimension, error rate, latency
-// percentiles and cache hit rate — charts drawn from /v1/analytics/summary, one query per
+// percentiles, cache hit rate and budgets — charts drawn from /v1/analytics/summary, one query per
 // time bucket, one after another (BUCKETS queries per refresh; none on a timer).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { html } from 'htm/preact';
@@ -70,6 +70,42 @@ function Chart({ title, description, times, series, unit }) {
     <figcaption>${title}</figcaption>
     <div ref=${box} role="img" aria-label=${`${title}: ${description}`}></div>
   </figure>`;
+}
+
+/** Usage-limit policies (budgets) with this period's spend and what is left, from /v1/analytics/budgets. */
+function Budgets({ version }) {
+  const [budgets, setBudgets] = useState(undefined);
+  const [error, setError] = useState('');
+  useEffect(() => {
+    api('v1/analytics/budgets').then(
+      (answer) => setBudgets(answer.data),
+      (failure) => setError(failure.message),
+    );
+  }, [version]);
+  const amount = (policy, value) => (policy.type === 'cost' ? fmt.usd(value) : `${fmt.int(value)} tokens`);
+  return html`<section aria-labelledby="budgets-title">
+    <h2 id="budgets-title">Budgets</h2>
+    ${error === '' ? null : html`<p role="alert" class="error">${error}</p>`}
+    ${budgets === undefined
+      ? html`<p role="status">Loading…</p>`
+      : budgets.length === 0
+        ? html`<p class="muted">No usage-limit policy applies to this workspace.</p>`
+        : html`<table class="budgets">
+            <thead><tr><th scope="col">Policy</th><th scope="col">Group</th><th scope="col">Period</th><th scope="col">Spent</th><th scope="col">Remaining</th><th scope="col">Limit</th><th scope="col">Used</th></tr></thead>
+            <tbody>
+              ${budgets.flatMap((policy) =>
+                (policy.groups.length === 0 ? [{ group: '—', spent: 0, reserved: 0, remaining: policy.credit_limit }] : policy.groups).map(
+                  (group) => html`<tr>
+                    <th scope="row">${policy.name ?? policy.policy_id}${policy.error === undefined ? null : html` <span class="error">(${policy.error})</span>`}</th>
+                    <td><code>${group.group}</code></td><td>${policy.periodic_reset === 'never' ? 'no reset' : `${policy.periodic_reset} (${policy.period})`}</td>
+                    <td class="num">${amount(policy, group.spent)}</td><td class="num">${amount(policy, group.remaining)}</td><td class="num">${amount(policy, policy.credit_limit)}</td>
+                    <td><meter min="0" max=${policy.credit_limit} high=${policy.alert_threshold ?? policy.credit_limit * 0.8} value=${group.spent + group.reserved} aria-label=${`${policy.name ?? policy.policy_id} ${group.group}: used of the limit`}></meter></td>
+                  </tr>`,
+                ),
+              )}
+            </tbody>
+          </table>`}
+  </section>`;
 }
 
 export function SpendPage() {
@@ -153,5 +189,6 @@ export function SpendPage() {
                 </tr>`,
               )}
             </tbody>
-          </table>`}`;
+          </table>`}
+    <${Budgets} version=${version} />`;
 }

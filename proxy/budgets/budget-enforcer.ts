@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
@@ -42,6 +43,8 @@ export interface BudgetCounter {
 }
 
 export interface BudgetAdmission {
+  /** The request's reservation token (its reservations are recorded under it). */
+  readonly token: string;
   readonly counters: readonly BudgetCounter[];
 }
 
@@ -90,11 +93,14 @@ export class BudgetEnforcer {
       amount: amounts[index] as number,
       ttlSeconds: retentionSeconds(policy),
     }));
+    const token = randomUUID();
     let outcome;
     try {
-      outcome = await this.#options.store.reserve(reservations);
+      outcome = await this.#options.store.reserve(reservations, token);
     } catch (error) {
-      return this.#storeDown(matched, error);
+      // The script may have run although its answer was lost: undo by token, then decide.
+      this.#options.store.cancel(reservations.map((item) => item.key), token).catch(() => undefined);
+      return this.#storeDown(matched, token, error);
     }
     if (!outcome.admitted) {
       const refused = matched[outcome.index] as (typeof matched)[number];
@@ -103,19 +109,18 @@ export class BudgetEnforcer {
     }
     const counters = matched.map((item, index) => ({ ...item, reserved: amounts[index] as number }));
     for (const { policy } of matched) this.#count(policy, 'allowed');
-    return { admission: { counters }, headers: remainingHeaders(matched.map((item) => item.policy), outcome.used) };
+    return { admission: { token, counters }, headers: remainingHeaders(matched.map((item) => item.policy), outcome.used) };
   }
 
   /** Settles each counter to the real spend; never delays or fails the response. */
   settle(admission: BudgetAdmission, actual: ActualSpend): void {
     const settlements = admission.counters.map((counter) => ({
       key: counter.key,
-      reserved: counter.reserved,
       actual: actualOf(counter.policy, actual),
       ttlSeconds: retentionSeconds(counter.policy),
       alertAt: counter.policy.alert_threshold === undefined ? -1 : toUnits(counter.policy, counter.policy.alert_threshold),
     }));
-    this.#options.store.settle(settlements).then(
+    this.#options.store.settle(settlements, admission.token).then(
       (outcomes) => {
         outcomes.forEach((outcome, index) => {
           const counter = admission.counters[index] as BudgetCounter;
@@ -130,7 +135,7 @@ export class BudgetEnforcer {
     );
   }
 
-  #storeDown(matched: ReadonlyArray<Omit<BudgetCounter, 'reserved'>>, error: unknown): { admission: BudgetAdmission; headers: Record<string, string> } {
+  #storeDown(matched: ReadonlyArray<Omit<BudgetCounter, 'reserved'>>, token: string, error: unknown): { admission: BudgetAdmission; headers: Record<string, string> } {
     const closed = matched.filter(({ policy }) => !policy.fail_open);
     for (const { policy } of matched) this.#count(policy, policy.fail_open ? 'error_open' : 'error_closed');
     this.#options.logger.warn(
@@ -145,7 +150,7 @@ export class BudgetEnforcer {
       throw new GatewayError('AIGW_ERR_STORE_UNAVAILABLE', 'Budget enforcement is unavailable; try again shortly.', { headers: { 'retry-after': '1' } });
     }
     // Admitted without a reservation: the real spend is still recorded if the store is back by the end.
-    return { admission: { counters: matched.map((item) => ({ ...item, reserved: 0 })) }, headers: {} };
+    return { admission: { token, counters: matched.map((item) => ({ ...item, reserved: 0 })) }, headers: {} };
   }
 
   #observe(policy: UsageLimitPolicy, actual: number, spent: number): void {

@@ -3,7 +3,10 @@
 // so Redis arithmetic (HINCRBY) is exact. Each counter holds:
 //   u — used: settled spend plus the reservations of requests still running,
 //   s — spent: settled spend only (what status, analytics and alerts report),
-//   a — set once the alert threshold was crossed in this period (one alert per period).
+//   a — set once the alert threshold was crossed in this period (one alert per period),
+//   r:<token> — each open reservation, by the request's token: settlement refunds what the
+//     store recorded (not what the caller believes), and a reservation whose answer was lost
+//     (a timeout after Redis applied it) is cancelled by its token instead of leaking.
 
 export interface BudgetReservation {
   /** Counter identity, e.g. `budget:{p1}:m2026-11:api_key=k1`; opaque to the store. */
@@ -22,8 +25,6 @@ export type ReserveOutcome =
 
 export interface BudgetSettlement {
   readonly key: string;
-  /** What was reserved on admission (refunded here). */
-  readonly reserved: number;
   /** What the request really cost. */
   readonly actual: number;
   readonly ttlSeconds: number;
@@ -39,9 +40,15 @@ export interface SettleOutcome {
 }
 
 export interface BudgetStore {
-  /** All-or-nothing: every counter takes its amount when used + amount <= limit for all, else none does. */
-  reserve(reservations: readonly BudgetReservation[]): Promise<ReserveOutcome>;
-  settle(settlements: readonly BudgetSettlement[]): Promise<SettleOutcome[]>;
+  /**
+   * All-or-nothing: every counter takes its amount when used + amount <= limit for all, else
+   * none does. Each reservation is recorded under `token` (one per request).
+   */
+  reserve(reservations: readonly BudgetReservation[], token: string): Promise<ReserveOutcome>;
+  /** Refunds the reservation recorded under `token` (0 when there is none) and counts `actual`. */
+  settle(settlements: readonly BudgetSettlement[], token: string): Promise<SettleOutcome[]>;
+  /** Drops the reservations recorded under `token`, if any (a reserve whose answer was lost). */
+  cancel(keys: readonly string[], token: string): Promise<void>;
   /** Spent and used of each counter (0 when absent). */
   read(keys: readonly string[]): Promise<Array<{ used: number; spent: number }>>;
   /** Counters whose key starts with `prefix`, at most `max` of them (analytics). */
@@ -59,6 +66,8 @@ interface Counter {
   used: number;
   spent: number;
   alerted: boolean;
+  /** Open reservations by request token. */
+  readonly open: Map<string, number>;
   /** ms since epoch after which the counter is gone; Infinity keeps it. */
   expiresAt: number;
 }
@@ -79,7 +88,7 @@ export class MemoryBudgetStore implements BudgetStore {
     this.#now = options.now ?? Date.now;
   }
 
-  async reserve(reservations: readonly BudgetReservation[]): Promise<ReserveOutcome> {
+  async reserve(reservations: readonly BudgetReservation[], token: string): Promise<ReserveOutcome> {
     for (const [index, item] of reservations.entries()) {
       assertAmount(item.amount, 'amount');
       const used = this.#get(item.key)?.used ?? 0;
@@ -88,17 +97,19 @@ export class MemoryBudgetStore implements BudgetStore {
     const used = reservations.map((item) => {
       const counter = this.#touch(item.key, item.ttlSeconds);
       counter.used += item.amount;
+      if (item.amount > 0) counter.open.set(token, item.amount);
       return counter.used;
     });
     return { admitted: true, used };
   }
 
-  async settle(settlements: readonly BudgetSettlement[]): Promise<SettleOutcome[]> {
+  async settle(settlements: readonly BudgetSettlement[], token: string): Promise<SettleOutcome[]> {
     return settlements.map((item) => {
       assertAmount(item.actual, 'actual');
-      assertAmount(item.reserved, 'reserved');
       const counter = this.#touch(item.key, item.ttlSeconds);
-      counter.used = Math.max(0, counter.used + item.actual - item.reserved);
+      const reserved = counter.open.get(token) ?? 0;
+      counter.open.delete(token);
+      counter.used = Math.max(0, counter.used + item.actual - reserved);
       const before = counter.spent;
       counter.spent += item.actual;
       let crossed = false;
@@ -108,6 +119,16 @@ export class MemoryBudgetStore implements BudgetStore {
       }
       return { used: counter.used, spent: counter.spent, crossed };
     });
+  }
+
+  async cancel(keys: readonly string[], token: string): Promise<void> {
+    for (const key of keys) {
+      const counter = this.#get(key);
+      const reserved = counter?.open.get(token);
+      if (counter === undefined || reserved === undefined) continue;
+      counter.open.delete(token);
+      counter.used = Math.max(0, counter.used - reserved);
+    }
   }
 
   async read(keys: readonly string[]): Promise<Array<{ used: number; spent: number }>> {
@@ -145,7 +166,7 @@ export class MemoryBudgetStore implements BudgetStore {
     let counter = this.#get(key);
     const expiresAt = ttlSeconds > 0 ? this.#now() + ttlSeconds * 1000 : Number.POSITIVE_INFINITY;
     if (counter === undefined) {
-      counter = { used: 0, spent: 0, alerted: false, expiresAt };
+      counter = { used: 0, spent: 0, alerted: false, open: new Map(), expiresAt };
       this.#counters.set(key, counter);
       if (this.#counters.size > this.#maxKeys) {
         const oldest = this.#counters.keys().next().value;

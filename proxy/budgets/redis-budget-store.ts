@@ -8,9 +8,10 @@ import { assertAmount, type BudgetReservation, type BudgetSettlement, type Budge
 // all-or-nothing and no replica can slip in between the check and the take. Keys carry the
 // `{budget}` hash tag so the script's keys share a slot on a Redis Cluster too.
 
-// KEYS: counters; ARGV per key: limit, amount, ttl.
+// KEYS: counters; ARGV per key: limit, amount, ttl; then the request's token.
 const RESERVE_LUA = `
 local n = #KEYS
+local field = 'r:' .. ARGV[n * 3 + 1]
 for i = 1, n do
   local limit = tonumber(ARGV[i * 3 - 2])
   local amount = tonumber(ARGV[i * 3 - 1])
@@ -20,6 +21,7 @@ end
 local out = {1}
 for i = 1, n do
   local used = redis.call('HINCRBY', KEYS[i], 'u', ARGV[i * 3 - 1])
+  if tonumber(ARGV[i * 3 - 1]) > 0 then redis.call('HSET', KEYS[i], field, ARGV[i * 3 - 1]) end
   local ttl = tonumber(ARGV[i * 3])
   if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) end
   out[#out + 1] = used
@@ -27,14 +29,17 @@ end
 return out
 `;
 
-// KEYS: counters; ARGV per key: reserved, actual, ttl, alertAt (-1: none).
+// KEYS: counters; ARGV per key: actual, ttl, alertAt (-1: none); then the request's token.
+// What is refunded is the reservation Redis recorded under the token (none: 0).
 const SETTLE_LUA = `
 local out = {}
+local field = 'r:' .. ARGV[#KEYS * 3 + 1]
 for i = 1, #KEYS do
-  local reserved = tonumber(ARGV[i * 4 - 3])
-  local actual = tonumber(ARGV[i * 4 - 2])
-  local ttl = tonumber(ARGV[i * 4 - 1])
-  local alertAt = tonumber(ARGV[i * 4])
+  local reserved = tonumber(redis.call('HGET', KEYS[i], field) or '0')
+  if reserved > 0 then redis.call('HDEL', KEYS[i], field) end
+  local actual = tonumber(ARGV[i * 3 - 2])
+  local ttl = tonumber(ARGV[i * 3 - 1])
+  local alertAt = tonumber(ARGV[i * 3])
   local used = redis.call('HINCRBY', KEYS[i], 'u', actual - reserved)
   if used < 0 then redis.call('HSET', KEYS[i], 'u', 0); used = 0 end
   local spent = redis.call('HINCRBY', KEYS[i], 's', actual)
@@ -50,9 +55,24 @@ end
 return out
 `;
 
+// KEYS: counters; ARGV: the request's token. Undoes a reservation whose answer was lost.
+const CANCEL_LUA = `
+local field = 'r:' .. ARGV[1]
+for i = 1, #KEYS do
+  local reserved = tonumber(redis.call('HGET', KEYS[i], field) or '0')
+  if reserved > 0 then
+    redis.call('HDEL', KEYS[i], field)
+    local used = redis.call('HINCRBY', KEYS[i], 'u', -reserved)
+    if used < 0 then redis.call('HSET', KEYS[i], 'u', 0) end
+  end
+end
+return 1
+`;
+
 interface BudgetScripts {
   aigwBudgetReserve(...args: string[]): Promise<number[]>;
   aigwBudgetSettle(...args: string[]): Promise<number[]>;
+  aigwBudgetCancel(...args: string[]): Promise<number>;
 }
 
 export interface RedisBudgetStoreOptions {
@@ -77,12 +97,13 @@ export class RedisBudgetStore implements BudgetStore {
       scripts: {
         aigwBudgetReserve: { lua: RESERVE_LUA },
         aigwBudgetSettle: { lua: SETTLE_LUA },
+        aigwBudgetCancel: { lua: CANCEL_LUA },
       },
       unavailable: (message, errorOptions) => new CounterStoreUnavailableError(message, errorOptions),
     });
   }
 
-  async reserve(reservations: readonly BudgetReservation[]): Promise<ReserveOutcome> {
+  async reserve(reservations: readonly BudgetReservation[], token: string): Promise<ReserveOutcome> {
     if (reservations.length === 0) return { admitted: true, used: [] };
     const keys = reservations.map((item) => this.#prefix + item.key);
     const args: string[] = [];
@@ -90,26 +111,31 @@ export class RedisBudgetStore implements BudgetStore {
       assertAmount(item.amount, 'amount');
       args.push(String(item.limit), String(item.amount), String(item.ttlSeconds));
     }
-    const reply = await this.#redis.call((client) => client.aigwBudgetReserve(String(keys.length), ...keys, ...args));
+    const reply = await this.#redis.call((client) => client.aigwBudgetReserve(String(keys.length), ...keys, ...args, token));
     if (reply[0] === 1) return { admitted: true, used: reply.slice(1).map(Number) };
     return { admitted: false, index: Number(reply[1]) - 1, used: Number(reply[2]) };
   }
 
-  async settle(settlements: readonly BudgetSettlement[]): Promise<SettleOutcome[]> {
+  async settle(settlements: readonly BudgetSettlement[], token: string): Promise<SettleOutcome[]> {
     if (settlements.length === 0) return [];
     const keys = settlements.map((item) => this.#prefix + item.key);
     const args: string[] = [];
     for (const item of settlements) {
       assertAmount(item.actual, 'actual');
-      assertAmount(item.reserved, 'reserved');
-      args.push(String(item.reserved), String(item.actual), String(item.ttlSeconds), String(item.alertAt));
+      args.push(String(item.actual), String(item.ttlSeconds), String(item.alertAt));
     }
-    const reply = await this.#redis.call((client) => client.aigwBudgetSettle(String(keys.length), ...keys, ...args));
+    const reply = await this.#redis.call((client) => client.aigwBudgetSettle(String(keys.length), ...keys, ...args, token));
     return settlements.map((_, index) => ({
       used: Number(reply[index * 3]),
       spent: Number(reply[index * 3 + 1]),
       crossed: reply[index * 3 + 2] === 1,
     }));
+  }
+
+  async cancel(keys: readonly string[], token: string): Promise<void> {
+    if (keys.length === 0) return;
+    const prefixed = keys.map((key) => this.#prefix + key);
+    await this.#redis.call((client) => client.aigwBudgetCancel(String(prefixed.length), ...prefixed, token));
   }
 
   async read(keys: readonly string[]): Promise<Array<{ used: number; spent: number }>> {
@@ -135,7 +161,7 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   async connect(timeoutMs: number): Promise<void> {
-    await this.#redis.connect(timeoutMs, (client) => client.aigwBudgetReserve('1', `${this.#prefix}{budget}:warm-up`, '1', '0', '60'));
+    await this.#redis.connect(timeoutMs, (client) => client.aigwBudgetReserve('1', `${this.#prefix}{budget}:warm-up`, '1', '0', '60', 'warm-up'));
   }
 
   async close(): Promise<void> {

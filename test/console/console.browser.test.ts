@@ -205,6 +205,7 @@ describe('the web console in Chromium', { skip: SKIP }, () => {
       await shot(page, 'request-detail');
       await page.keyboard.press('Escape');
       await detail.waitFor({ state: 'detached' });
+      assert.equal(await page.evaluate('document.activeElement?.getAttribute("aria-label")'), 'Details of request trace-fallback-1', 'focus returns to the row');
 
       // Spend & health: totals and five charts drawn.
       await page.getByRole('link', { name: 'Spend & health' }).click();

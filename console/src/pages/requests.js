@@ -126,14 +126,24 @@ export function RequestsPage() {
               <td class="num">${fmt.int(row.usage?.total_tokens)}</td>
               <td class="num">${fmt.usd(row.cost_usd)}</td>
               <td>${fmt.text(row.cache_status)}</td>
-              <td><button type="button" class="link" aria-label=${`Details of request ${row.trace_id}`} onClick=${() => setSelected(row.id)}>${row.trace_id}</button></td>
+              <td><button type="button" class="link" data-log-id=${row.id} aria-label=${`Details of request ${row.trace_id}`} onClick=${() => setSelected(row.id)}>${row.trace_id}</button></td>
             </tr>`,
           )}
         </tbody>
       </table>
     </div>
     ${hasMore ? html`<button type="button" class="secondary" onClick=${more}>Load more</button>` : null}
-    ${selected === undefined ? null : html`<${RequestDetail} id=${selected} onClose=${() => setSelected(undefined)} />`}`;
+    ${selected === undefined
+      ? null
+      : html`<${RequestDetail}
+          id=${selected}
+          onClose=${() => {
+            // Keyboard focus goes back to the row the detail was opened from.
+            const opener = document.querySelector(`button[data-log-id="${CSS.escape(selected)}"]`);
+            setSelected(undefined);
+            opener?.focus();
+          }}
+        />`}`;
 }
 
 function RequestDetail({ id, onClose }) {

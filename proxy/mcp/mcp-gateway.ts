@@ -83,6 +83,7 @@ const NO_SCHEMA_VALIDATOR = {
 const MAX_LIST_PAGES = 20;
 /** Upstream sessions re-established on this replica (expired or missing in the sealed id). */
 const MAX_REPLACED_SESSIONS = 10_000;
+const MAX_OPENED_SESSIONS = 10_000;
 /** How long a server that failed to initialize is reported unavailable without trying again. */
 const INIT_RETRY_MS = 5_000;
 
@@ -102,6 +103,7 @@ export class McpGateway {
   readonly #seal: McpSessionSeal;
   readonly upstreams: McpUpstreams;
   readonly #replaced = new Map<string, UpstreamSession>();
+  readonly #opened = new Map<string, McpSession>();
   /** When a server last failed to initialize on this replica (by name; bounded by the configured servers). */
   readonly #failedInit = new Map<string, number>();
   readonly #metrics: { calls: Counter<'server' | 'method' | 'outcome'>; duration: Histogram<'server' | 'method'> };
@@ -265,7 +267,16 @@ export class McpGateway {
   }
 
   #openPresented(presented: string, principal: McpPrincipal, scopeName: string | undefined): McpSession | undefined {
-    const session = this.#seal.open(presented, this.#now());
+    const now = this.#now();
+    // Opened ids are remembered (bounded): a session's every request need not decrypt again.
+    let session = this.#opened.get(presented);
+    if (session === undefined || session.expiresAt <= now) {
+      session = this.#seal.open(presented, now);
+      if (session !== undefined) {
+        if (this.#opened.size >= MAX_OPENED_SESSIONS) this.#opened.delete(this.#opened.keys().next().value as string);
+        this.#opened.set(presented, session);
+      }
+    }
     if (session === undefined || session.principal !== principal.id || session.scope !== scopeName) return undefined;
     return session;
   }

@@ -43,7 +43,7 @@ export class ResourceCache {
         transform: (object) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: slimMetadata(object.metadata), spec: object.spec, status: object.status }),
         onRelist: (reason) => options.onRelist?.(plural, reason),
         // Kinds newer than the first release: an operator upgraded before its CRDs still renders the rest.
-        absentIsEmpty: kind === 'Model',
+        absentIsEmpty: kind === 'Model' || kind === 'UsageLimitPolicy' || kind === 'ModelPrice',
       });
     }
     this.#kinds = kinds;

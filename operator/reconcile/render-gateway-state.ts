@@ -18,6 +18,8 @@ import {
   ModelSpecSchema,
   McpServerSpecSchema,
   RateLimitPolicySpecSchema,
+  UsageLimitPolicySpecSchema,
+  ModelPriceSpecSchema,
   type KindName,
 } from './resource-schemas.ts';
 import type { CustomResource, DesiredCondition, GatewayResources, RenderedStatus, SecretResource } from './resource-types.ts';
@@ -41,6 +43,10 @@ export interface RenderedStateDocument {
   /** Providers configs name that are missing or not ready: those targets are skipped, the rest serve. */
   unavailableProviders?: string[];
   rateLimitPolicies: Array<z.input<typeof RateLimitPolicySchema>>;
+  /** Budgets (UsageLimitPolicy resources); absent when there are none. */
+  usageLimitPolicies?: Array<Record<string, unknown> & { id: string }>;
+  /** Model prices (ModelPrice resources); absent when there are none. */
+  modelPrices?: Array<z.input<typeof ModelPriceSpecSchema>>;
   models?: Array<z.input<typeof CatalogModelEntrySchema>>;
   egress: { allow: string[]; clientAllow: string[] };
   /** Upstream MCP servers (MCPServer resources); absent when there are none. */
@@ -144,6 +150,8 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
     }
     report('RateLimitPolicy', resource, parsed.success ? OK : invalidSpec(parsed.error), OK, parsed.success);
   }
+
+  renderBudgets(input.resources.UsageLimitPolicy ?? [], input.resources.ModelPrice ?? [], state, report);
 
   const keyOwners = new Map<string, string>();
   for (const resource of byPrecedence(input.resources.GatewayAPIKey)) {
@@ -250,6 +258,52 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
   state.providers.sort((a, b) => compareStrings(a.slug, b.slug));
   statuses.sort((a, b) => compareStrings(`${a.kind}/${a.name}`, `${b.kind}/${b.name}`));
   return { state, credentials, statuses };
+}
+
+/**
+ * UsageLimitPolicy → usageLimitPolicies (id: the resource name); ModelPrice → modelPrices,
+ * one price per model and provider (the older resource keeps it, like Models).
+ */
+function renderBudgets(
+  policies: readonly CustomResource[],
+  prices: readonly CustomResource[],
+  state: RenderedStateDocument,
+  report: (kind: KindName, resource: CustomResource, accepted: Verdict, resolved: Verdict, rendered: boolean) => void,
+): void {
+  for (const resource of byPrecedence(policies)) {
+    const parsed = UsageLimitPolicySpecSchema.safeParse(resource.spec);
+    let accepted: Verdict = parsed.success ? OK : invalidSpec(parsed.error);
+    if (parsed.success && parsed.data.alert_threshold !== undefined && parsed.data.alert_threshold > parsed.data.credit_limit) {
+      accepted = fail('InvalidSpec', 'spec.alert_threshold must not exceed spec.credit_limit.');
+    }
+    if (parsed.success && accepted.ok) {
+      const lastUpdated = resource.metadata.annotations?.[LAST_UPDATED_ANNOTATION] ?? resource.metadata.creationTimestamp;
+      (state.usageLimitPolicies ??= []).push({
+        id: resource.metadata.name,
+        ...parsed.data,
+        ...(resource.metadata.creationTimestamp === undefined ? {} : { created_at: resource.metadata.creationTimestamp }),
+        ...(lastUpdated === undefined ? {} : { last_updated_at: lastUpdated }),
+      });
+    }
+    report('UsageLimitPolicy', resource, accepted, OK, parsed.success && accepted.ok);
+  }
+  state.usageLimitPolicies?.sort((a, b) => compareStrings(a.id, b.id));
+  const priced = new Map<string, string>();
+  for (const resource of byPrecedence(prices)) {
+    const parsed = ModelPriceSpecSchema.safeParse(resource.spec);
+    let accepted: Verdict = parsed.success ? OK : invalidSpec(parsed.error);
+    const key = parsed.success ? `${parsed.data.provider ?? '*'}\u0000${parsed.data.model}` : '';
+    const owner = priced.get(key);
+    if (parsed.success && owner !== undefined) {
+      accepted = fail('DuplicatePrice', `ModelPrice "${owner}" already prices ${parsed.data.model}${parsed.data.provider === undefined ? '' : ` at ${parsed.data.provider}`}.`);
+    }
+    if (parsed.success && accepted.ok) {
+      priced.set(key, resource.metadata.name);
+      (state.modelPrices ??= []).push(parsed.data);
+    }
+    report('ModelPrice', resource, accepted, OK, parsed.success && accepted.ok);
+  }
+  state.modelPrices?.sort((a, b) => compareStrings(`${a.model}\u0000${a.provider ?? ''}`, `${b.model}\u0000${b.provider ?? ''}`));
 }
 
 /**

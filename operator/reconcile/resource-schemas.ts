@@ -7,6 +7,8 @@ import { RoutingConfigSchema } from '../../proxy/config/routing-config-schema.ts
 import { ApiKeyEntrySchema, CatalogModelEntrySchema, ProviderEntrySchema } from '../../proxy/config/state-schema.ts';
 import { PromptEntrySchema } from '../../proxy/prompts/prompt-schema.ts';
 import { RateLimitPolicySchema } from '../../proxy/ratelimit/policy-schema.ts';
+import { UsageLimitPolicyObjectSchema } from '../../proxy/budgets/usage-limit-schema.ts';
+import { ModelPriceEntrySchema } from '../../proxy/config/state-schema.ts';
 import { McpServerFieldsSchema } from '../../proxy/mcp/mcp-schema.ts';
 
 // The `spec` of each custom resource, derived from the state file's entry schemas
@@ -77,6 +79,23 @@ export const RateLimitPolicySpecSchema = RateLimitPolicySchema.omit({
 });
 
 export const PromptSpecSchema = PromptEntrySchema.omit({ id: true });
+
+/** A budget (docs/budgets.md); alert_threshold <= credit_limit is checked when rendered. */
+export const UsageLimitPolicySpecSchema = UsageLimitPolicyObjectSchema.omit({
+  id: true,
+  created_at: true,
+  last_updated_at: true,
+});
+
+/** A model's price (USD per million tokens), in front of the built-in price table. */
+export const ModelPriceSpecSchema = ModelPriceEntrySchema.extend({
+  model: ModelPriceEntrySchema.shape.model.describe('The model name as requests (or answers) name it.'),
+  provider: ModelPriceEntrySchema.shape.provider.describe('Only for this provider family; any when absent.'),
+  inputPerMillion: ModelPriceEntrySchema.shape.inputPerMillion.describe('USD per million prompt tokens.'),
+  outputPerMillion: ModelPriceEntrySchema.shape.outputPerMillion.describe('USD per million completion tokens.'),
+  cachedInputPerMillion: ModelPriceEntrySchema.shape.cachedInputPerMillion.describe('USD per million prompt tokens read from a prompt cache (default: the input price).'),
+  cacheWritePerMillion: ModelPriceEntrySchema.shape.cacheWritePerMillion.describe('USD per million prompt tokens written to a prompt cache (default: the input price).'),
+});
 
 /** Guardrail: its checks and what happens on failure; open for the guardrail engine's keys. */
 export const GuardrailSpecSchema = z.looseObject({
@@ -160,7 +179,7 @@ export interface ResourceKind {
   readonly singular: string;
   readonly shortName: string;
   /** Key of the rendered state this kind feeds. */
-  readonly stateKey: 'configs' | 'providers' | 'rateLimitPolicies' | 'prompts' | 'guardrails' | 'apiKeys' | 'models' | 'mcpServers';
+  readonly stateKey: 'configs' | 'providers' | 'rateLimitPolicies' | 'prompts' | 'guardrails' | 'apiKeys' | 'models' | 'mcpServers' | 'usageLimitPolicies' | 'modelPrices';
   readonly spec: z.ZodType;
   readonly description: string;
 }
@@ -237,6 +256,24 @@ export const RESOURCE_KINDS = {
     stateKey: 'mcpServers',
     spec: McpServerSpecSchema,
     description: 'An upstream MCP server behind /mcp: its URL, credentials from Secrets, tool include/exclude/rename, and which keys, workspaces and scopes may use which tools.',
+  },
+  UsageLimitPolicy: {
+    kind: 'UsageLimitPolicy',
+    plural: 'usagelimitpolicies',
+    singular: 'usagelimitpolicy',
+    shortName: 'aigwul',
+    stateKey: 'usageLimitPolicies',
+    spec: UsageLimitPolicySpecSchema,
+    description: 'A budget: USD (cost) or tokens per period (daily, weekly, monthly in a time zone, or never) and group, reserved before each request and settled to its real cost.',
+  },
+  ModelPrice: {
+    kind: 'ModelPrice',
+    plural: 'modelprices',
+    singular: 'modelprice',
+    shortName: 'aigwmp',
+    stateKey: 'modelPrices',
+    spec: ModelPriceSpecSchema,
+    description: 'A model price (USD per million tokens) in front of the built-in price table: private models, negotiated rates.',
   },
 } as const satisfies Record<string, ResourceKind>;
 

@@ -66,5 +66,5 @@ export interface RenderedStatus {
 
 /** An empty resource set (handy for tests and a first render). */
 export function emptyResources(): Record<KindName, CustomResource[]> {
-  return { GatewayConfig: [], Provider: [], RateLimitPolicy: [], Prompt: [], Guardrail: [], GatewayAPIKey: [], Model: [], MCPServer: [] };
+  return { GatewayConfig: [], Provider: [], RateLimitPolicy: [], Prompt: [], Guardrail: [], GatewayAPIKey: [], Model: [], MCPServer: [], UsageLimitPolicy: [], ModelPrice: [] };
 }

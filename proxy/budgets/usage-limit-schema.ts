@@ -9,7 +9,10 @@ export const USAGE_LIMIT_TYPES = ['cost', 'tokens'] as const;
 export const RESET_PERIODS = ['daily', 'weekly', 'monthly', 'never'] as const;
 
 const GroupBySchema = z.strictObject({
-  key: z.string().regex(POLICY_KEY_PATTERN, 'must be workspace_id, api_key, provider, model, config or metadata.<key>'),
+  key: z
+    .string()
+    .regex(POLICY_KEY_PATTERN, 'must be workspace_id, api_key, provider, model, config or metadata.<key>')
+    .describe('Each distinct value of this key gets its own budget (workspace_id, api_key, provider, model, config or metadata.<key>).'),
 });
 
 /** An IANA time zone Intl knows (periods start at local midnight there). */
@@ -37,22 +40,23 @@ const PolicyFields = {
   max_reservation: Amount.optional().describe('Most one request may reserve before it runs (USD or tokens).'),
   fail_open: z.boolean().default(true).describe('When the budget store is unreachable: admit (true) or refuse with 503 (false).'),
   alert_webhook: WebhookSchema.optional().describe('POSTed a JSON alert when alert_threshold is crossed.'),
-  name: z.string().max(255).optional(),
-  workspace_id: z.string().min(1).optional(),
-  organisation_id: z.string().optional(),
-  conditions: z.array(ConditionSchema).min(1),
-  group_by: z.array(GroupBySchema).min(1),
+  name: z.string().max(255).optional().describe('A name for people.'),
+  workspace_id: z.string().min(1).optional().describe('Workspace that owns the policy.'),
+  organisation_id: z.string().optional().describe('Organisation that owns the policy.'),
+  conditions: z.array(ConditionSchema).min(1).describe('Requests the policy applies to: all conditions must match.'),
+  group_by: z.array(GroupBySchema).min(1).describe('Keys whose values each get their own budget (e.g. api_key: a budget per key).'),
 };
 
-export const UsageLimitPolicySchema = z
-  .strictObject({
-    id: z.string().min(1).max(128),
-    status: z.enum(POLICY_STATUSES).default('active'),
-    ...PolicyFields,
-    created_at: z.string().optional(),
-    last_updated_at: z.string().optional(),
-  })
-  .refine((policy) => policy.alert_threshold === undefined || policy.alert_threshold <= policy.credit_limit, {
+/** The policy's fields without the cross-field check (custom resources derive their spec from it). */
+export const UsageLimitPolicyObjectSchema = z.strictObject({
+  id: z.string().min(1).max(128),
+  status: z.enum(POLICY_STATUSES).default('active').describe('active (enforced) or archived (kept, not enforced).'),
+  ...PolicyFields,
+  created_at: z.string().optional(),
+  last_updated_at: z.string().optional(),
+});
+
+export const UsageLimitPolicySchema = UsageLimitPolicyObjectSchema.refine((policy) => policy.alert_threshold === undefined || policy.alert_threshold <= policy.credit_limit, {
     message: 'alert_threshold must not exceed credit_limit',
     path: ['alert_threshold'],
   });

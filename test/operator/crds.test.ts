@@ -44,9 +44,9 @@ describe('generated CRDs', () => {
     assert.deepEqual(driftedCrdFiles(), []);
   });
 
-  test('eight namespaced kinds in aigateway.dev/v1alpha1 with their short names, status subresource and printer columns', () => {
+  test('ten namespaced kinds in aigateway.dev/v1alpha1 with their short names, status subresource and printer columns', () => {
     const files = renderCrdFiles();
-    assert.equal(files.length, 8);
+    assert.equal(files.length, 10);
     const shortNames = Object.values(RESOURCE_KINDS).map((kind) => {
       const crd = buildCrd(kind) as { spec: { scope: string; group: string; names: { shortNames: string[] }; versions: Node[] } };
       assert.equal(crd.spec.scope, 'Namespaced');
@@ -63,7 +63,7 @@ describe('generated CRDs', () => {
       assert.deepEqual(columns, expected[kind.kind] ?? ['Ready', 'Reason', 'Age'], kind.kind);
       return crd.spec.names.shortNames[0];
     });
-    assert.deepEqual(shortNames, ['aigwc', 'aigwp', 'aigwrl', 'aigwpr', 'aigwg', 'aigwk', 'aigwm', 'aigwmcp']);
+    assert.deepEqual(shortNames, ['aigwc', 'aigwp', 'aigwrl', 'aigwpr', 'aigwg', 'aigwk', 'aigwm', 'aigwmcp', 'aigwul', 'aigwmp']);
   });
 
   test('every schema is structural', () => {

@@ -232,13 +232,20 @@ describe('the web console in Chromium', { skip: SKIP }, () => {
 
       // Playground: the streamed answer, then the route and cost from the log.
       await page.getByRole('link', { name: 'Playground' }).click();
-      await page.getByLabel('Model or saved config').selectOption('model:gpt-4o-mini');
+      await page.getByLabel('Model', { exact: true }).selectOption('gpt-4o-mini');
       await page.getByLabel('Message').fill('Say hello');
       await page.getByRole('button', { name: 'Send' }).click();
       await page.getByTestId('answer').getByText(DEFAULT_REPLY_TEXT).waitFor();
       const route = page.getByTestId('route');
       await route.waitFor({ timeout: 15_000 });
       assert.match(await route.innerText(), /Provider\s*openai[\s\S]*Model served\s*gpt-4o-mini[\s\S]*Cost\s*\$\d/);
+      // A saved config: the route shows the dead target skipped (its circuit is open) and the backup.
+      await page.getByLabel('Saved config').selectOption('fallback-prod');
+      await page.getByLabel('Message').fill('And through the config?');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await route.getByText('config.targets[0] → circuit_open').waitFor({ timeout: 15_000 });
+      assert.match(await route.innerText(), /Config\s*fallback-prod config\.targets\[1\][\s\S]*config\.targets\[1\] → 200/);
+      assert.match(await page.getByTestId('answer').innerText(), new RegExp(DEFAULT_REPLY_TEXT));
       await shot(page, 'playground');
 
       assert.deepEqual(problems, []);

@@ -1,5 +1,5 @@
-// Playground: a model from /v1/models or a saved config, one chat message, the answer
-// streamed as it arrives, then the route it took and its cost from the request log.
+// Playground: a model from /v1/models, optionally through a saved config, one chat message,
+// the answer streamed as it arrives, then the route it took and its cost from the request log.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { html } from 'htm/preact';
 import { api, apiHeaders, apiUrl } from '../api.js';
@@ -41,7 +41,8 @@ async function logOf(traceId) {
 
 export function PlaygroundPage({ configuration }) {
   const [models, setModels] = useState([]);
-  const [choice, setChoice] = useState('');
+  const [model, setModel] = useState('');
+  const [config, setConfig] = useState('');
   const [message, setMessage] = useState('');
   const [answer, setAnswer] = useState('');
   const [state, setState] = useState('idle');
@@ -54,7 +55,7 @@ export function PlaygroundPage({ configuration }) {
       (list) => {
         const ids = list.data.map((model) => model.id).slice(0, 500);
         setModels(ids);
-        if (ids.length > 0) setChoice((current) => current || `model:${ids[0]}`);
+        if (ids.length > 0) setModel((current) => current || ids[0]);
       },
       (failure) => setError(failure.message),
     );
@@ -63,13 +64,12 @@ export function PlaygroundPage({ configuration }) {
 
   const send = async (event) => {
     event.preventDefault();
-    if (choice === '' || message.trim() === '') return;
-    const [kind, value] = [choice.slice(0, choice.indexOf(':')), choice.slice(choice.indexOf(':') + 1)];
+    if (model === '' || message.trim() === '') return;
     const traceId = `console-${crypto.randomUUID()}`;
     const headers = { 'content-type': 'application/json', 'x-gateway-trace-id': traceId };
-    if (kind === 'config') headers['x-gateway-config'] = value;
-    const body = { messages: [{ role: 'user', content: message }], stream: true, stream_options: { include_usage: true } };
-    if (kind === 'model') body.model = value;
+    // Through a saved config the model is still sent: the config's override_params may replace it.
+    if (config !== '') headers['x-gateway-config'] = config;
+    const body = { model, messages: [{ role: 'user', content: message }], stream: true, stream_options: { include_usage: true } };
     setAnswer('');
     setError('');
     setRecord(undefined);
@@ -119,14 +119,16 @@ export function PlaygroundPage({ configuration }) {
 
   return html`<form class="playground" onSubmit=${send}>
       <div class="field">
-        <label for="pg-target">Model or saved config</label>
-        <select id="pg-target" value=${choice} onChange=${(event) => setChoice(event.currentTarget.value)}>
-          <optgroup label="Models (/v1/models)">
-            ${models.map((id) => html`<option value=${`model:${id}`}>${id}</option>`)}
-          </optgroup>
-          <optgroup label="Saved configs">
-            ${configuration.configs.map((saved) => html`<option value=${`config:${saved.id}`}>config: ${saved.id}</option>`)}
-          </optgroup>
+        <label for="pg-model">Model</label>
+        <select id="pg-model" value=${model} onChange=${(event) => setModel(event.currentTarget.value)}>
+          ${models.map((id) => html`<option value=${id}>${id}</option>`)}
+        </select>
+      </div>
+      <div class="field">
+        <label for="pg-config">Saved config</label>
+        <select id="pg-config" value=${config} onChange=${(event) => setConfig(event.currentTarget.value)}>
+          <option value="">none: route by the model</option>
+          ${configuration.configs.map((saved) => html`<option value=${saved.id}>${saved.id}</option>`)}
         </select>
       </div>
       <div class="field wide">

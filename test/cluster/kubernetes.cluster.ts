@@ -521,4 +521,102 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
     assert.match(kept, /gatewayconfig.aigateway.dev\/prop/);
     log('helm uninstall: only the CRDs, the custom resources and the user\'s Secrets/mock remain');
   });
+
+  // One history for the deployment: two proxy pods on the bundled PostgreSQL answer /v1/logs and
+  // /v1/analytics/summary alike. Its own release and namespace, after the main one is gone. The
+  // bundled PostgreSQL needs its image on the node (the cluster cannot pull) and a default
+  // StorageClass for its volume; without either the test says so and skips.
+  test('two proxy pods on the bundled PostgreSQL: a request through one is listed and summed up by the other', async (t) => {
+    const pgImage = process.env['AIGW_CLUSTER_POSTGRES_IMAGE'] ?? 'docker.io/library/postgres:17';
+    const work = process.env['WORK'] ?? '/var/tmp/k8s-test-cluster';
+    const images = await run('ctr', ['--address', join(work, 'node', 'containerd.sock'), '--namespace', 'k8s.io', 'images', 'ls', '-q'], { allowFailure: true });
+    if (!images.stdout.split('\n').includes(pgImage)) {
+      t.skip(`${pgImage} is not on the node (set AIGW_CLUSTER_POSTGRES_IMAGE to a loaded PostgreSQL image)`);
+      return;
+    }
+    const classes = await env.kubectl(['get', 'storageclass', '-o', 'jsonpath={.items[*].metadata.annotations.storageclass\\.kubernetes\\.io/is-default-class}'], { allowFailure: true });
+    if (!classes.stdout.includes('true')) {
+      t.skip('no default StorageClass for the bundled PostgreSQL volume');
+      return;
+    }
+    const lastColon = pgImage.lastIndexOf(':');
+    const pgNs = `${NS}-pg`;
+    const inNs = (...args: string[]) => env.kubectl(['-n', pgNs, ...args]);
+    // A namespace left by an interrupted run goes first.
+    await env.helm(['uninstall', 'pg', '-n', pgNs, '--wait=false'], { allowFailure: true });
+    await env.kubectl(['delete', 'namespace', pgNs, '--wait=true', '--timeout=180s'], { allowFailure: true, timeoutMs: 200_000 });
+    await env.kubectl(['create', 'namespace', pgNs]);
+    try {
+      await env.helm(
+        [
+          'install', 'pg', CHART, '-n', pgNs, '--wait', '--timeout', '300s',
+          '--set', `image.repository=${REPOSITORY}`, '--set', `image.tag=${TAG_2}`, '--set', 'image.pullPolicy=Never',
+          '--set', 'state.egressAllow={*.svc.cluster.local}', '--set', 'proxy.replicaCount=2', '--set', 'postgresql.bundled.enabled=true',
+          '--set', `postgresql.bundled.image.repository=${pgImage.slice(0, lastColon)}`, '--set', `postgresql.bundled.image.tag=${pgImage.slice(lastColon + 1)}`,
+          '--set', 'postgresql.bundled.image.pullPolicy=Never',
+        ],
+        { timeoutMs: 320_000 },
+      );
+      await inNs('create', 'secret', 'generic', 'mock-key', `--from-literal=apiKey=${providerKey}`);
+      await inNs('label', 'secret', 'mock-key', 'aigateway.dev/credential=provider');
+      await inNs('create', 'secret', 'generic', 'gateway-keys', `--from-literal=platform-admin=${gatewayKey}`);
+      await inNs('label', 'secret', 'gateway-keys', 'aigateway.dev/credential=gateway-key');
+      await env.kubectl(['-n', pgNs, 'apply', '-f', '-'], {
+        input: `
+apiVersion: aigateway.dev/v1alpha1
+kind: GatewayAPIKey
+metadata: { name: platform-admin }
+spec: { workspace: default, scopes: [inference, admin], keySecretRef: { name: gateway-keys, key: platform-admin } }
+---
+apiVersion: aigateway.dev/v1alpha1
+kind: Provider
+metadata: { name: mock }
+spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.local/v1", apiKeySecretRef: { name: mock-key, key: apiKey } }
+---
+apiVersion: aigateway.dev/v1alpha1
+kind: GatewayConfig
+metadata: { name: shared }
+spec: { provider: "@mock" }
+`,
+      });
+      await inNs('wait', '--for=condition=Programmed', 'gatewayconfig/shared', '--timeout=120s');
+      const ips = await eventually(async () => {
+        const out = await inNs('get', 'pods', '-l', 'app.kubernetes.io/instance=pg,app.kubernetes.io/component=proxy', '-o', 'jsonpath={.items[*].status.podIP}');
+        const found = out.stdout.split(/\s+/).filter((ip) => ip !== '');
+        return found.length === 2 ? found : undefined;
+      }, 'two proxy pod IPs', { timeoutMs: 60_000, intervalMs: 500 });
+      const [first, second] = ips as [string, string];
+      const trace = `cluster-pg-${randomBytes(6).toString('hex')}`;
+      const headers = { 'content-type': 'application/json', 'x-gateway-api-key': gatewayKey };
+      // Programmed can precede a replica's reload by a moment: retry the first request until it serves.
+      await eventually(async () => {
+        const response = await request(`http://${first}:8787/v1/chat/completions`, {
+          method: 'POST',
+          dispatcher: direct,
+          headers: { ...headers, 'x-gateway-config': 'shared', 'x-gateway-trace-id': trace, 'x-gateway-metadata': JSON.stringify({ trace }) },
+          body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'hello' }] }),
+        });
+        await response.body.text();
+        return response.statusCode === 200 ? true : undefined;
+      }, 'a request through the first pod', { timeoutMs: 30_000, intervalMs: 500 });
+      const read = async (ip: string, path: string): Promise<Record<string, unknown>> => {
+        const response = await request(`http://${ip}:8787/v1${path}`, { dispatcher: direct, headers });
+        const text = await response.body.text();
+        assert.equal(response.statusCode, 200, text);
+        return JSON.parse(text) as Record<string, unknown>;
+      };
+      // The first request may have been retried: each try is its own record under the trace id.
+      const listed = await eventually(async () => {
+        const data = (await read(second, `/logs?trace_id=${trace}&status=200`))['data'] as unknown[];
+        return data.length >= 1 ? data : undefined;
+      }, "the second pod to list the first pod's request", { timeoutMs: 30_000, intervalMs: 500 });
+      assert.deepEqual((await read(first, `/logs?trace_id=${trace}&status=200`))['data'], listed);
+      const summaryPath = `/analytics/summary?metadata.trace=${trace}`;
+      assert.deepEqual((await read(second, summaryPath))['total'], (await read(first, summaryPath))['total']);
+      log(`bundled PostgreSQL: a request through ${first} listed by ${second}; /v1/analytics/summary alike on both`);
+    } finally {
+      await env.helm(['uninstall', 'pg', '-n', pgNs, '--wait=false'], { allowFailure: true });
+      await env.kubectl(['delete', 'namespace', pgNs, '--wait=false'], { allowFailure: true });
+    }
+  });
 });

@@ -130,6 +130,8 @@ async function openUpstream(target: ResolvedTarget, model: string | undefined, r
     };
     socket.once('open', () => {
       socket.removeAllListeners('unexpected-response');
+      // Nothing is read until the relay listens (the provider speaks first: session.created).
+      socket.pause();
       resolve(socket);
     });
     socket.once('unexpected-response', (_request, response) => {
@@ -200,6 +202,7 @@ export class RealtimeRelay implements Session {
       deps.logger.warn({ err: { message: error.message.slice(0, 300) } }, 'realtime upstream socket failed');
       closeSocket(client, CLOSE.internal, 'upstream error');
     });
+    this.#upstream.resume();
   }
 
   drain(): void {

@@ -11,6 +11,12 @@ export interface Refusal {
 export function connect(url: string, options: { headers?: Record<string, string>; protocols?: string[]; maxPayload?: number } = {}): Promise<WebSocket | Refusal> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url, options.protocols ?? [], { headers: options.headers, maxPayload: options.maxPayload ?? 0 });
+    // Events that arrive with the upgrade's answer come before the caller can listen.
+    const received: Array<Record<string, unknown>> = [];
+    early.set(socket, received);
+    socket.on('message', (data, isBinary) => {
+      if (!isBinary) received.push(JSON.parse(data.toString()) as Record<string, unknown>);
+    });
     socket.once('open', () => resolve(socket));
     socket.once('unexpected-response', (_request, response) => {
       const chunks: Buffer[] = [];
@@ -21,6 +27,8 @@ export function connect(url: string, options: { headers?: Record<string, string>
     socket.once('error', reject);
   });
 }
+
+const early = new WeakMap<WebSocket, Array<Record<string, unknown>>>();
 
 export function isRefusal(value: WebSocket | Refusal): value is Refusal {
   return !(value instanceof WebSocket);
@@ -34,10 +42,9 @@ export async function open(url: string, options: Parameters<typeof connect>[1] =
 
 /** Every JSON event the socket receives, in order. */
 export function recorder(socket: WebSocket): { events: Array<Record<string, unknown>>; until(type: string, count?: number): Promise<Array<Record<string, unknown>>> } {
-  const events: Array<Record<string, unknown>> = [];
+  const events = early.get(socket) ?? [];
   const waiters: Array<() => void> = [];
-  socket.on('message', (data, isBinary) => {
-    if (!isBinary) events.push(JSON.parse(data.toString()) as Record<string, unknown>);
+  socket.on('message', () => {
     for (const waiter of waiters.splice(0)) waiter();
   });
   return {

@@ -1,0 +1,202 @@
+// /v1/realtime relayed over WebSocket: a realtime client (ws) → the real gateway → a mock
+// OpenAI realtime upstream speaking its event format. Admission before the upgrade, the
+// provider's key upstream, usage from every response.done accounted, charged and recorded.
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { startMockRealtime, DEFAULT_REALTIME_USAGE, type MockRealtime } from '../fixtures/mock-openai-realtime.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
+import { eventually } from '../helpers/eventually.ts';
+import type { RequestRecord } from '../../proxy/observability/request-record.ts';
+import { closed, connect, isRefusal, open, recorder, wsUrl } from './ws-client.ts';
+
+const PROVIDER_KEY = 'sk-realtime-provider-key-5678';
+const MODEL = 'gpt-4o-realtime-preview';
+
+let mock: MockRealtime;
+let harness: Harness;
+const records: RequestRecord[] = [];
+
+function state(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return baseState({
+    providers: [
+      { slug: 'rt', provider: 'openai', virtualKey: 'vk-rt', apiKey: PROVIDER_KEY, customHost: mock.url },
+      { slug: 'claude', provider: 'anthropic', virtualKey: 'vk-claude', apiKey: 'sk-ant-x', customHost: mock.url },
+    ],
+    configs: [
+      { id: 'rt', config: { provider: '@rt' } },
+      { id: 'claude', config: { provider: '@claude' } },
+    ],
+    ...extra,
+  });
+}
+
+before(async () => {
+  mock = await startMockRealtime({ apiKey: PROVIDER_KEY });
+  harness = await startHarness({ state: state(), requestSink: (record) => records.push(record), websocket: { maxMessageBytes: 32 * 1024 } });
+});
+
+after(async () => {
+  await harness.close();
+  await mock.close();
+});
+
+beforeEach(() => {
+  records.length = 0;
+  mock.upgrades.length = 0;
+  mock.received.length = 0;
+  mock.setUsage(DEFAULT_REALTIME_USAGE);
+  mock.refuseWith(undefined);
+});
+
+/** Writes the state and waits until the gateway serves it. */
+async function reload(next: Record<string, unknown>): Promise<void> {
+  const reloads = (): number => harness.logs.filter((line) => line['msg'] === 'state reloaded').length;
+  const seen = reloads();
+  await harness.writeState(next);
+  await eventually(() => reloads() > seen, 'the state reloaded');
+}
+
+const url = (model = MODEL): string => wsUrl(harness.gateway.url, `/v1/realtime?model=${model}`);
+const HEADERS = { authorization: `Bearer ${TEST_GATEWAY_KEY}`, 'x-gateway-config': 'rt', 'openai-beta': 'realtime=v1' };
+
+describe('/v1/realtime relay', () => {
+  test('events relayed both ways with the provider key; every response.done accounted in the session record', async () => {
+    const socket = await open(url(), { headers: HEADERS });
+    const events = recorder(socket);
+    await events.until('session.created');
+    socket.send(JSON.stringify({ type: 'session.update', session: { instructions: 'be brief' } }));
+    await events.until('session.updated');
+    socket.send(JSON.stringify({ type: 'response.create' }));
+    socket.send(JSON.stringify({ type: 'response.create' }));
+    await events.until('response.done', 2);
+    const upgrade = mock.upgrades[0];
+    assert.equal(upgrade?.path, `/v1/realtime?model=${MODEL}`);
+    assert.equal(upgrade?.headers['authorization'], `Bearer ${PROVIDER_KEY}`);
+    assert.equal(upgrade?.headers['openai-beta'], 'realtime=v1');
+    assert.ok(!JSON.stringify(upgrade?.headers).includes(TEST_GATEWAY_KEY), 'the gateway key never goes upstream');
+    socket.close(1000, 'done');
+    const record = await eventually(() => records.find((r) => r.route === '/v1/realtime'), 'the session record');
+    assert.equal(record.status, 101);
+    assert.equal(record.method, 'GET');
+    assert.equal(record.promptTokens, 200);
+    assert.equal(record.completionTokens, 100);
+    assert.equal(record.cachedTokens, 80);
+    assert.equal(record.provider, 'openai');
+    assert.ok(record.costUsd === undefined || record.costUsd > 0);
+    const line = await eventually(() => harness.logs.find((l) => l['msg'] === 'realtime session ended'), 'the session log line');
+    assert.deepEqual(line['realtime'], { responses: 2, input_tokens: 200, output_tokens: 100, cached_tokens: 80, audio_input_tokens: 80, audio_output_tokens: 80 });
+  });
+
+  test('token limits are charged at each response.done, while the session is open', async () => {
+    await reload(state({ rateLimitPolicies: [{ id: 'rt-tokens', type: 'tokens', unit: 'rpm', value: 250, conditions: [{ key: 'metadata.t', value: 'rt' }], group_by: [{ key: 'api_key' }] }] }));
+    const headers = { ...HEADERS, 'x-gateway-metadata': '{"t":"rt"}' };
+    const socket = await open(url(), { headers });
+    const events = recorder(socket);
+    socket.send(JSON.stringify({ type: 'response.create' }));
+    socket.send(JSON.stringify({ type: 'response.create' }));
+    await events.until('response.done', 2);
+    // Charged as each response.done arrived: the socket is still open.
+    const next = await connect(url(), { headers });
+    assert.ok(isRefusal(next), 'the next upgrade is refused: 300 tokens spent of 250');
+    assert.equal(next.status, 429);
+    socket.close();
+    await reload(state());
+  });
+
+  test('hostile upstream usage numbers are not counted', async () => {
+    mock.setUsage({ input_tokens: -5, output_tokens: 1e30, input_token_details: { cached_tokens: 'lots', audio_tokens: 9e99 }, output_token_details: { audio_tokens: -1 } });
+    const socket = await open(url(), { headers: HEADERS });
+    const events = recorder(socket);
+    socket.send(JSON.stringify({ type: 'response.create' }));
+    await events.until('response.done');
+    socket.close();
+    const record = await eventually(() => records.find((r) => r.route === '/v1/realtime'), 'the session record');
+    assert.equal(record.promptTokens ?? 0, 0);
+    assert.equal(record.completionTokens ?? 0, 0);
+  });
+
+  test('admission before the upgrade: no key 401, browser subprotocol key, upstream refusal 502, no model 400, a provider without realtime 400', async () => {
+    const none = await connect(url());
+    assert.ok(isRefusal(none));
+    assert.equal(none.status, 401);
+    assert.equal(mock.upgrades.length, 0, 'nothing went upstream');
+
+    const browser = await connect(url(), { protocols: ['realtime', `openai-insecure-api-key.${TEST_GATEWAY_KEY}`, 'openai-beta.realtime-v1'], headers: { 'x-gateway-config': 'rt' } });
+    assert.ok(!isRefusal(browser));
+    assert.equal(browser.protocol, 'realtime');
+    browser.close();
+
+    mock.refuseWith(401);
+    const refused = await connect(url(), { headers: HEADERS });
+    assert.ok(isRefusal(refused));
+    assert.equal(refused.status, 502);
+    assert.ok(!refused.body.includes(PROVIDER_KEY));
+    mock.refuseWith(undefined);
+
+    const noModel = await connect(wsUrl(harness.gateway.url, '/v1/realtime'), { headers: { authorization: `Bearer ${TEST_GATEWAY_KEY}` } });
+    assert.ok(isRefusal(noModel));
+    assert.equal(noModel.status, 400);
+
+    const anthropic = await connect(url(), { headers: { ...HEADERS, 'x-gateway-config': 'claude' } });
+    assert.ok(isRefusal(anthropic));
+    assert.equal(anthropic.status, 400);
+    assert.equal((JSON.parse(anthropic.body) as { error: { code: string } }).error.code, 'AIGW_ERR_UNSUPPORTED_ENDPOINT');
+  });
+
+  test('egress policy: a host the request chose passes egress.clientAllow, checked on the resolved address before connecting', async () => {
+    const viaHost = { 'x-gateway-api-key': TEST_GATEWAY_KEY, authorization: `Bearer ${PROVIDER_KEY}`, 'x-gateway-provider': 'openai', 'x-gateway-custom-host': mock.url };
+    const allowed = await open(url(), { headers: viaHost });
+    allowed.close();
+    assert.equal(mock.upgrades.length, 1);
+    await reload({ ...state(), egress: { allow: ['127.0.0.0/8', '::1'], clientAllow: [] } });
+    const denied = await connect(url(), { headers: viaHost });
+    assert.ok(isRefusal(denied));
+    assert.equal(denied.status, 400);
+    assert.match(denied.body, /AIGW_ERR_EGRESS_DENIED/);
+    assert.equal(mock.upgrades.length, 1, 'a denied host is never connected to');
+    await reload(state());
+  });
+
+  test('hostile client frames: error events, nothing forwarded; an oversized one closes 1009; other sessions unharmed', async () => {
+    const bystander = await open(url(), { headers: HEADERS });
+    const bystanderEvents = recorder(bystander);
+    const socket = await open(url(), { headers: HEADERS });
+    const events = recorder(socket);
+    await events.until('session.created');
+    socket.send(Buffer.from([0, 1, 2]), { binary: true });
+    socket.send('not json');
+    socket.send(JSON.stringify({ no: 'type' }));
+    await events.until('error', 3);
+    assert.equal(mock.received.length, 0, 'no bad frame reached the upstream');
+    const gone = closed(socket);
+    socket.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'A'.repeat(40 * 1024) }));
+    assert.equal((await gone).code, 1009);
+    bystander.send(JSON.stringify({ type: 'response.create' }));
+    await bystanderEvents.until('response.done');
+    bystander.close();
+  });
+
+  test('POST /v1/realtime/client_secrets is minted through the gateway and attributed to the key', async () => {
+    const response = await fetch(`${harness.gateway.url}/realtime/client_secrets`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_GATEWAY_KEY}`, 'x-gateway-config': 'rt', 'content-type': 'application/json' },
+      body: JSON.stringify({ session: { type: 'realtime', model: 'gpt-realtime' } }),
+    });
+    assert.equal(response.status, 200);
+    assert.equal(((await response.json()) as { value: string }).value, 'ek_mock_ephemeral');
+    assert.equal(mock.upgrades.at(-1)?.headers['authorization'], `Bearer ${PROVIDER_KEY}`);
+    const record = await eventually(() => records.find((r) => r.route.startsWith('/v1/realtime/client_secrets')), 'its record');
+    assert.equal(record.apiKeyId, 'test');
+  });
+});
+
+describe('drain', () => {
+  test('on shutdown every session gets a 1001 close frame with a reason', async () => {
+    const own = await startHarness({ state: state() });
+    const responses = await open(wsUrl(own.gateway.url, '/v1/responses'), { headers: { authorization: `Bearer ${TEST_GATEWAY_KEY}` } });
+    const realtime = await open(wsUrl(own.gateway.url, `/v1/realtime?model=${MODEL}`), { headers: HEADERS });
+    const closes = Promise.all([closed(responses), closed(realtime)]);
+    await own.close();
+    for (const close of await closes) assert.deepEqual(close, { code: 1001, reason: 'server shutting down' });
+  });
+});

@@ -147,7 +147,7 @@ try {
     close: async () => undefined,
   };
   // The gateway's PostgreSQL writer settings (request-logging.ts), unless overridden.
-  const writer = createRequestLogWriter(timedStore, { batchSize, flushIntervalMs, maxQueue: 120_000 });
+  const writer = createRequestLogWriter(timedStore, { batchSize, flushIntervalMs, maxQueue: 60_000 });
   const total = rate * seconds;
   const started = performance.now();
   let sent = 0;

@@ -23,11 +23,12 @@ export type LogStoreKind = (typeof LOG_STORE_KINDS)[number];
 export const SQLITE_LOG_FILE = 'request-logs.sqlite';
 
 /**
- * PostgreSQL behind a network: batches of 500 (one unnest INSERT each, ~4 ms measured:
- * docs/performance.md) and a buffer of 120,000 records, one minute at 2,000 req/s (~2 KB a
- * record, ~240 MB at most) to ride out a database restart or failover without a drop.
+ * PostgreSQL behind a network: batches of 500 (one unnest INSERT each) and a buffer of 60,000
+ * records (~1 KB each in memory, so ~60 MB at most): 30 s of 2,000 req/s on one replica, a
+ * minute or more when replicas share the load, to ride out a restart or failover without a
+ * drop. Measured in docs/performance.md ("Request log on PostgreSQL").
  */
-const POSTGRES_WRITER = { batchSize: 500, maxQueue: 120_000, flushIntervalMs: 500 } as const;
+const POSTGRES_WRITER = { batchSize: 500, maxQueue: 60_000, flushIntervalMs: 500 } as const;
 
 export interface RequestLoggingOptions {
   kind: LogStoreKind;

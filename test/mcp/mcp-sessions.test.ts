@@ -3,7 +3,9 @@
 // another that shares the key, and on none that does not. An upstream session that expired
 // is re-established transparently; DELETE ends the upstream sessions.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { dump } from 'js-yaml';
+import { spawnGateway } from '../batches/gateway-process.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -89,5 +91,26 @@ describe('MCP sessions across gateways', () => {
     await transport.terminateSession();
     assert.equal(everything.sessions.size, before - 1);
     await client.close();
+  });
+
+  test('two gateway processes sharing the key: a session survives the one that opened it being killed', { timeout: 120_000 }, async () => {
+    const statePath = join(dir, 'processes.yaml');
+    await writeFile(statePath, dump(baseState({ mcpServers: [{ name: 'everything', url: everything.url }] })));
+    const env = { AIGATEWAY_SECRET_KEY: SECRET };
+    const one = await spawnGateway(['--config', statePath, '--data-dir', join(dir, 'one')], env);
+    const two = await spawnGateway(['--config', statePath, '--data-dir', join(dir, 'two')], env);
+    try {
+      const originOf = (url: string): string => url.replace(/\/v1$/, '');
+      const opened = await connect(originOf(one.url), TEST_GATEWAY_KEY);
+      const sessionId = opened.transport.sessionId;
+      assert.equal(textOf(await opened.client.callTool({ name: 'everything__echo', arguments: { message: 'process one' } })), 'Echo: process one');
+      await one.crash();
+      const moved = await connect(originOf(two.url), TEST_GATEWAY_KEY, '/mcp', sessionId);
+      assert.equal(textOf(await moved.client.callTool({ name: 'everything__echo', arguments: { message: 'process two' } })), 'Echo: process two');
+      await moved.client.close();
+    } finally {
+      await one.stop();
+      await two.stop();
+    }
   });
 });

@@ -5,7 +5,7 @@
 //   {
 //     "description": "what this case shows",
 //     "endpoint": "chat.completions",                 // default
-//     "target": { "headers": {…}, "config": {…}, "providers": [ saved provider entries ] },
+//     "target": { "headers": {…}, "config": {…}, "providers": [ saved provider entries ], "egress": { "allow": […] } },
 //     "request": { …OpenAI request body… },
 //     "upstreamRequest": { "url", "method", "headers": {subset}, "absentHeaders": [], "body": {…} | "<client bytes>" },
 //     "requestError": { "status", "code", "param", "message": "substring" },
@@ -16,7 +16,8 @@
 //   }
 //
 // The target is resolved the way the gateway does it (selectRoute + resolveTarget on a
-// state built from `providers`; `config` is sent as x-gateway-config). Expected values
+// state built from `providers` and `egress`, which must list a saved provider's private
+// host as a real state file must; `config` is sent as x-gateway-config). Expected values
 // may use the matchers "<any>", "<number>" and "<string>"; objects must have exactly the
 // expected keys. Streams are fed as given, whole, in 7-byte pieces and byte by byte, and
 // every split must produce the expected chunks.
@@ -36,6 +37,8 @@ export interface GoldenTargetSpec {
   readonly headers?: Readonly<Record<string, string>>;
   readonly config?: Readonly<Record<string, unknown>>;
   readonly providers?: readonly unknown[];
+  /** The state's `egress` (a saved provider's private host must be in egress.allow to load). */
+  readonly egress?: Readonly<Record<string, unknown>>;
 }
 
 export interface GoldenFixture {
@@ -155,7 +158,7 @@ export function loadGoldenFixtures(dir: URL): GoldenFixture[] {
 
 /** Resolves the fixture's target as the gateway would for a request with its headers. */
 export function resolveFixtureTarget(fixture: GoldenFixture): ResolvedTarget {
-  const document = GatewayStateSchema.parse({ providers: fixture.target.providers ?? [] });
+  const document = GatewayStateSchema.parse({ providers: fixture.target.providers ?? [], egress: fixture.target.egress });
   const built = buildGatewayState(document, undefined, 'golden');
   if (built.state === undefined) throw new Error(`${fixture.file}: invalid providers: ${built.errors.join('; ')}`);
   const headers: Record<string, string> = { ...fixture.target.headers };

@@ -15,5 +15,7 @@ test('the image, npm start and the bench run aigateway with the same node option
   assert.equal(image, AIGATEWAY_NODE_OPTIONS.join(' '));
   assert.ok(dockerfile.indexOf('ENV NODE_OPTIONS=') < dockerfile.indexOf('warm-compile-cache.js'), 'the seed is made with the runtime options');
   const start = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts['start'];
-  assert.equal(start, `node ${AIGATEWAY_NODE_OPTIONS.join(' ')} bin/aigateway.js serve --config gateway.example.yaml`);
+  // npm start also turns the console on (docs/console.md); the image leaves it off.
+  assert.equal(start, `node ${AIGATEWAY_NODE_OPTIONS.join(' ')} bin/aigateway.js serve --config gateway.example.yaml --console`);
+  assert.ok(!/--console/.test(dockerfile.slice(dockerfile.lastIndexOf('CMD '))), 'the image serves without the console');
 });

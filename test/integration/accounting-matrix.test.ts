@@ -20,6 +20,10 @@ import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../help
 import { eventually } from '../helpers/eventually.ts';
 
 const PROVIDER_KEY = 'sk-upstream-accounting-0001';
+// Records of requests refused before a key is known (auth failure, overload) have no
+// workspace; only the org-wide scope reads those (docs/security.md, "Workspaces are a
+// tenancy boundary"), so the log is read with an org_admin key.
+const ORG_ADMIN_KEY = 'gw-org-admin-accounting-012345678';
 const RUN = randomUUID().slice(0, 8);
 const MAX_IN_FLIGHT = 3;
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'hello there' }] };
@@ -104,9 +108,9 @@ function rawStream(name: string, leave: (text: string) => boolean, body: Record<
   });
 }
 
-async function logsOf(name: string): Promise<LogEntry[]> {
+async function logsOf(name: string, readerKey = ORG_ADMIN_KEY): Promise<LogEntry[]> {
   const response = await fetch(`${harness.gateway.url}/logs?trace_id=${encodeURIComponent(traceOf(name))}&limit=100`, {
-    headers: { 'x-gateway-api-key': TEST_GATEWAY_KEY },
+    headers: { 'x-gateway-api-key': readerKey },
   });
   assert.equal(response.status, 200);
   return ((await response.json()) as { data: LogEntry[] }).data;
@@ -123,7 +127,9 @@ before(async () => {
   mock = await startMockOpenAI({ apiKey: PROVIDER_KEY });
   store = await SqliteLogStore.open({ path: join(dir, 'logs.sqlite') });
   writer = createRequestLogWriter(store, { batchSize: 20, flushIntervalMs: 20 });
-  const state = baseState({
+  const state = baseState();
+  Object.assign(state, {
+    apiKeys: [...(state['apiKeys'] as unknown[]), { id: 'org-admin', key: ORG_ADMIN_KEY, workspace: 'platform', scopes: ['org_admin'] }],
     providers: [{ slug: 'mock', provider: 'openai', virtualKey: 'vk-mock', apiKey: PROVIDER_KEY, customHost: mock.url }],
     configs: [
       { id: 'cached', config: { provider: '@mock', cache: { mode: 'simple', max_age: 60 } } },
@@ -243,6 +249,9 @@ describe('every request accounted exactly once', () => {
       assert.deepEqual(records.map((record) => record.status).sort(), [...statuses].sort(), `${name}: one record per request, same statuses`);
     }
     assert.equal(await storedCount(), total);
+    // The workspace admin reads its own workspace's records, not those of no workspace.
+    assert.equal((await logsOf('plain', TEST_GATEWAY_KEY)).length, 3);
+    assert.deepEqual(await logsOf('auth', TEST_GATEWAY_KEY), [], 'a record of no workspace is not a workspace admin’s');
 
     // Tokens, time to first token and cost where an answer came back.
     for (const record of [...(await logsOf('plain')), ...(await logsOf('sdk-stream')), ...(await logsOf('raw-done'))]) {

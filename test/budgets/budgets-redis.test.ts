@@ -4,15 +4,17 @@
 // covers four; a Claude Code–style session with prompt caching never gets a false 429;
 // streams cut at random points are charged what they consumed.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { dump } from 'js-yaml';
+import { Redis } from 'ioredis';
 import { RedisBudgetStore } from '../../proxy/budgets/redis-budget-store.ts';
 import { baseState, seededRandom, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -276,3 +278,85 @@ describe('one gateway on Redis', { skip }, () => {
     assert.ok(spent <= floor + 8 * 5 * 2000 + 8 * 100 * 1000, `spent ${spent}`);
   });
 });
+
+// A Redis of its own (never the shared one) on a free port, with an append-only file so a
+// restart keeps the counters, restarted while a burst is in flight.
+describe('Redis restarted mid-run', { skip: skip || (spawnSyncOk('redis-server') ? false : 'redis-server not installed') }, () => {
+  test('counters survive the restart and the limit holds across it', { timeout: 60_000 }, async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'aigw-budget-redis-'));
+    const port = await freePort();
+    const url = `redis://127.0.0.1:${port}`;
+    let server = startRedis(port, dir);
+    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => 50 });
+    probe.on('error', () => {});
+    t.after(async () => {
+      probe.disconnect();
+      server.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    });
+    await eventually(async () => (await probe.connect().catch(() => undefined), (await probe.ping().catch(() => '')) === 'PONG'), 'redis-server to start');
+    const harness = await startHarness({
+      state: baseState({
+        providers: providers(),
+        modelPrices: PRICES,
+        usageLimitPolicies: [{ id: 'restart', type: 'cost', credit_limit: 1, fail_open: false, conditions: [{ key: 'api_key', value: '*' }], group_by: [{ key: 'api_key' }] }],
+      }),
+      budgetStore: new RedisBudgetStore({ url, commandTimeoutMs: 500 }),
+      maxInFlightPerKey: 100,
+    });
+    t.after(() => harness.close());
+    const key = '{budget}:restart:all:api_key=test';
+    const spentNow = async () => Number((await probe.hget(`aigw:${key}`, 's').catch(() => null)) ?? 0);
+    for (let i = 0; i < 6; i++) assert.equal(await post(harness.gateway.origin, '/v1/chat/completions', CHAT), 200);
+    await eventually(async () => (await spentNow()) === Math.round(6 * 0.05 * MICRO), 'six answers settled');
+
+    // A burst, and Redis stopped (gracefully: the append-only file is synced) while it runs.
+    let answered = 0;
+    let stopped: Promise<void> | undefined;
+    const burst = Promise.all(
+      Array.from({ length: 30 }, () =>
+        post(harness.gateway.origin, '/v1/chat/completions', CHAT).then((status) => {
+          if (++answered === 3) {
+            server.kill('SIGTERM');
+            stopped = once(server, 'exit').then(() => undefined);
+          }
+          return status;
+        }),
+      ),
+    );
+    const during = await burst;
+    await stopped;
+    assert.deepEqual(during.filter((status) => status !== 200 && status !== 429 && status !== 503), []);
+    server = startRedis(port, dir);
+    // The counter came back from the append-only file: nothing settled before was lost.
+    const restored = await eventually(async () => {
+      const spent = await spentNow();
+      return spent >= Math.round(6 * 0.05 * MICRO) ? spent : undefined;
+    }, 'Redis to come back with the counter', { timeoutMs: 15_000 });
+    assert.ok(restored >= 6 * 0.05 * MICRO);
+    // The gateway reconnects on its own and keeps enforcing the same budget.
+    await eventually(async () => (await post(harness.gateway.origin, '/v1/chat/completions', CHAT)) !== 503, 'the gateway to reach Redis again', { timeoutMs: 15_000 });
+    const after = await Promise.all(Array.from({ length: 30 }, () => post(harness.gateway.origin, '/v1/chat/completions', CHAT)));
+    assert.ok(after.includes(429), 'the budget ran out');
+    const [used, spent] = (await probe.hmget(`aigw:${key}`, 'u', 's')).map(Number);
+    assert.ok((spent ?? 0) <= 1 * MICRO, `spent ${spent}`);
+    // Answers whose settlement fell into the outage keep their reservation counted (never less).
+    assert.ok((used ?? 0) >= (spent ?? 0));
+  });
+});
+
+function spawnSyncOk(command: string): boolean {
+  return spawnSync(command, ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+function startRedis(port: number, dir: string): ChildProcess {
+  return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir, '--daemonize', 'no'], { stdio: 'ignore' });
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}

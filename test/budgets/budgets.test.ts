@@ -199,6 +199,38 @@ describe('other routes and shapes', () => {
     assert.ok(charged >= 0.006 + 0.02, `charged ${charged}`);
     assert.ok(charged <= 0.05 + 0.01, `charged ${charged}`);
   });
+  test('a /v1/messages stream the client leaves is charged its input and the output it was sent', async () => {
+    const before = await settledSpend(harness, 'claude-tokens');
+    const body = JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'HOLD-STREAM' }] });
+    const aborted = upstream.aborted;
+    await new Promise<void>((resolve) => {
+      const request = http.request(`${harness.gateway.origin}/v1/messages`, {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-gateway-api-key': TEST_GATEWAY_KEY, 'x-gateway-virtual-key': 'vk-claude' },
+      });
+      request.on('error', () => resolve());
+      request.on('response', (response) => {
+        let seen = '';
+        response.on('data', (chunk: Buffer) => {
+          seen += chunk.toString();
+          if (seen.includes('w2 ')) {
+            request.destroy();
+            resolve();
+          }
+        });
+        response.on('error', () => resolve());
+      });
+      request.end(body);
+    });
+    await eventually(() => upstream.aborted > aborted, 'the upstream stream to be cut');
+    const charged = (await eventually(async () => {
+      const spent = await settledSpend(harness, 'claude-tokens');
+      return spent > before ? { spent } : undefined;
+    }, 'the aborted stream to be charged')).spent - before;
+    // 10 input tokens (message_start) and at least the three text deltas it was sent.
+    assert.ok(charged >= 10 + 3, `charged ${charged} tokens`);
+  });
 });
 
 describe('alerts and the policies API', () => {

@@ -454,7 +454,10 @@ export class SqlLogStore implements RequestLogStore {
     }
     for (;;) {
       const rows = await driver.query(
-        `DELETE FROM ${this.#table} WHERE (id, started_at) IN (SELECT id, started_at FROM ${this.#table} WHERE started_at < $1 LIMIT ${DELETE_CHUNK}) RETURNING 1 AS gone`,
+        // Partitioned, the key is (id, started_at): the pair finds each row in its partition.
+        this.partitioned
+          ? `DELETE FROM ${this.#table} WHERE (id, started_at) IN (SELECT id, started_at FROM ${this.#table} WHERE started_at < $1 LIMIT ${DELETE_CHUNK}) RETURNING 1 AS gone`
+          : `DELETE FROM ${this.#table} WHERE id IN (SELECT id FROM ${this.#table} WHERE started_at < $1 LIMIT ${DELETE_CHUNK}) RETURNING 1 AS gone`,
         [this.#dialect.bindTime(cutoffMs)],
       );
       deleted += rows.length;

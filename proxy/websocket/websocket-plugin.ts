@@ -50,9 +50,12 @@ export function websocketPlugin(deps: WebSocketDeps): FastifyPluginAsync {
     const registry = new SocketRegistry(limits);
     await app.register(fastifyWebsocket, {
       options: { maxPayload: limits.maxMessageBytes, perMessageDeflate: false, handleProtocols: chooseSubprotocol },
-      // Shutdown (and a rolling upgrade): each session gets a close frame with a reason.
+      // Shutdown (and a rolling upgrade): each session gets a close frame with a reason now;
+      // stragglers are cut after the grace. Not awaited: close hooks have a 10 s budget, and
+      // the server's close waits for the sockets anyway.
       preClose: (done) => {
-        void registry.drainAll().then(() => done());
+        void registry.drainAll();
+        done();
       },
       errorHandler: (error, socket) => {
         deps.logger.warn({ err: { message: error.message } }, 'websocket session failed');
@@ -66,6 +69,13 @@ export function websocketPlugin(deps: WebSocketDeps): FastifyPluginAsync {
       const headers = turnHeaders(request);
       return async (body, signal) => {
         const response = await app.inject({ method: 'POST', url: '/v1/responses', headers, payload: body, payloadAsStream: true, signal });
+        // A turn given up (client gone, send buffer full) is a client that left: the pipeline
+        // aborts the upstream call and records a 499.
+        const destroy = (): void => {
+          response.raw.res.destroy();
+        };
+        if (signal.aborted) destroy();
+        else signal.addEventListener('abort', destroy, { once: true });
         return { status: response.statusCode, body: response.stream() };
       };
     };

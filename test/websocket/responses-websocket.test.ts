@@ -202,3 +202,32 @@ describe('Responses WebSocket mode', () => {
     socket.close();
   });
 });
+
+describe('a client that stops reading', () => {
+  test('is closed 1008 once its send buffer passes the cap; the turn is aborted upstream; memory stays bounded', async () => {
+    const own = await startHarness({
+      state: baseState({
+        providers: [{ slug: 'mock', provider: 'openai', virtualKey: 'vk-mock', apiKey: PROVIDER_KEY, customHost: mock.url }],
+        configs: [{ id: 'saved-mock', config: { provider: '@mock' } }],
+      }),
+      websocket: { maxBufferedBytes: 256 * 1024 },
+    });
+    try {
+      mock.reset();
+      // About 3 MB of text in 1 KB deltas, then the completed events repeating it.
+      mock.enqueue({ text: `${'w'.repeat(1000)} `.repeat(3000) });
+      const socket = await open(wsUrl(own.gateway.url, '/v1/responses'), { headers: CODEX_HEADERS });
+      const tcp = (socket as unknown as { _socket: import('node:net').Socket })._socket;
+      tcp.pause();
+      socket.send(JSON.stringify({ type: 'response.create', model: 'gpt-4.1', input: 'a long answer please' }));
+      await mock.waitForAborted(1, 10_000);
+      const gone = closed(socket);
+      tcp.resume();
+      const close = await gone;
+      assert.equal(close.code, 1008);
+      assert.match(close.reason, /not reading/);
+    } finally {
+      await own.close();
+    }
+  });
+});

@@ -58,6 +58,7 @@ export class SocketRegistry {
   readonly limits: SocketLimits;
   readonly #sessions = new Set<Session>();
   readonly #byKey = new Map<string, number>();
+  #held = 0;
   readonly #alive = new WeakMap<WebSocket, boolean>();
   #sweep: NodeJS.Timeout | undefined;
   #draining = false;
@@ -70,11 +71,15 @@ export class SocketRegistry {
     return this.#sessions.size;
   }
 
-  /** Throws the HTTP refusal for an upgrade past a cap, or while draining. */
-  checkCapacity(keyId: string | undefined): void {
+  /**
+   * Takes a slot for an upgrade being admitted, or throws the HTTP refusal past a cap (or
+   * while draining). Slots are taken before the upgrade, so a flood of parallel upgrades
+   * cannot all pass the check; the returned release (idempotent) gives it back.
+   */
+  reserve(keyId: string | undefined): () => void {
     if (this.#draining) throw new GatewayError('AIGW_ERR_OVERLOADED', 'The gateway is shutting down; reconnect to another replica.', { headers: { 'retry-after': '1' } });
-    if (this.#sessions.size >= this.limits.maxSockets) {
-      throw new GatewayError('AIGW_ERR_OVERLOADED', `This gateway replica holds ${this.#sessions.size} WebSocket sessions, its most; retry shortly.`, { headers: { 'retry-after': '1' } });
+    if (this.#held >= this.limits.maxSockets) {
+      throw new GatewayError('AIGW_ERR_OVERLOADED', `This gateway replica holds ${this.#held} WebSocket sessions, its most; retry shortly.`, { headers: { 'retry-after': '1' } });
     }
     const held = keyId === undefined ? 0 : (this.#byKey.get(keyId) ?? 0);
     if (held >= this.limits.maxSocketsPerKey) {
@@ -82,14 +87,29 @@ export class SocketRegistry {
         headers: { 'retry-after': '1' },
       });
     }
+    this.#held++;
+    if (keyId !== undefined) this.#byKey.set(keyId, held + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#held--;
+      if (keyId === undefined) return;
+      const left = (this.#byKey.get(keyId) ?? 1) - 1;
+      if (left <= 0) this.#byKey.delete(keyId);
+      else this.#byKey.set(keyId, left);
+    };
   }
 
-  add(session: Session): void {
+  /** A session whose upgrade completed; `release` is its slot, given back when it closes. */
+  add(session: Session, release: () => void): void {
     this.#sessions.add(session);
-    if (session.keyId !== undefined) this.#byKey.set(session.keyId, (this.#byKey.get(session.keyId) ?? 0) + 1);
     this.#alive.set(session.socket, true);
     session.socket.on('pong', () => this.#alive.set(session.socket, true));
-    session.socket.once('close', () => this.#remove(session));
+    session.socket.once('close', () => {
+      release();
+      this.#remove(session);
+    });
     this.#sweep ??= setInterval(() => this.#ping(), this.limits.pingIntervalMs).unref();
     if (this.#draining) session.drain();
   }
@@ -118,11 +138,6 @@ export class SocketRegistry {
 
   #remove(session: Session): void {
     if (!this.#sessions.delete(session)) return;
-    if (session.keyId !== undefined) {
-      const left = (this.#byKey.get(session.keyId) ?? 1) - 1;
-      if (left <= 0) this.#byKey.delete(session.keyId);
-      else this.#byKey.set(session.keyId, left);
-    }
     if (this.#sessions.size === 0) this.#stop();
   }
 

@@ -36,6 +36,8 @@ const KEY_SUBPROTOCOL = 'openai-insecure-api-key.';
 const UPGRADE_HEADERS = new Set(['host', 'connection', 'upgrade', 'content-length', 'transfer-encoding', 'accept-encoding', 'origin', 'cookie', 'openai-beta']);
 
 interface Admitted {
+  /** The session slot taken before the upgrade. */
+  readonly release: () => void;
   readonly selection: RouteSelection | undefined;
   readonly admission: Admission | undefined;
   readonly upstream: UpstreamSocket | undefined;
@@ -113,7 +115,7 @@ export function websocketPlugin(deps: WebSocketDeps): FastifyPluginAsync {
 
 /** A held session: counted, kept alive, and recorded once, when it ends (the request's finish point). */
 function hold(registry: SocketRegistry, session: Session, request: FastifyRequest, socket: WebSocket): void {
-  registry.add(session);
+  registry.add(session, (request as AdmittedRequest)[ADMITTED]?.release ?? noop);
   socket.once('close', () => recordSession(request));
 }
 
@@ -143,7 +145,17 @@ const upgradeResponses = new WeakMap<FastifyRequest, ServerResponse>();
 async function admit(deps: WebSocketDeps, registry: SocketRegistry, request: FastifyRequest, response: ServerResponse, kind: 'responses' | 'realtime'): Promise<void> {
   if (!request.ws) return; // a plain GET: @fastify/websocket answers it with a 404
   const context = request.gateway;
-  registry.checkCapacity(context.apiKey?.id);
+  const release = registry.reserve(context.apiKey?.id);
+  try {
+    await admitted(deps, registry, request, response, kind, release);
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+async function admitted(deps: WebSocketDeps, registry: SocketRegistry, request: FastifyRequest, response: ServerResponse, kind: 'responses' | 'realtime', release: () => void): Promise<void> {
+  const context = request.gateway;
   const model = queryModel(request.query);
   let selection: RouteSelection | undefined;
   let targets: readonly ReachableTarget[] = [];
@@ -159,7 +171,7 @@ async function admit(deps: WebSocketDeps, registry: SocketRegistry, request: Fas
   }
   const admission = await admitSession(deps, context, targets);
   const upstream = kind === 'realtime' && selection !== undefined ? await connectRealtimeUpstream(selection, request, model, registry.limits) : undefined;
-  (request as AdmittedRequest)[ADMITTED] = { selection, admission, upstream };
+  (request as AdmittedRequest)[ADMITTED] = { release, selection, admission, upstream };
   // Past this point the upgrade proceeds; the raw response is detached from the socket so
   // that its 'close' (the finish point) fires when the session ends, not when ws takes it.
   const socket = request.raw.socket;
@@ -168,6 +180,7 @@ async function admit(deps: WebSocketDeps, registry: SocketRegistry, request: Fas
     response.detachSocket(socket);
     // A client gone before the upgrade completes: the session never starts; account it now.
     socket.once('close', () => {
+      release();
       if (upstream !== undefined && !upstream.relayed) upstream.socket.terminate();
       setImmediate(() => recordSession(request));
     });
@@ -182,6 +195,8 @@ async function admitSession(deps: WebSocketDeps, context: RequestContext, target
   if (fromState.length === 0 && fromApi.length === 0) return undefined;
   return limiter.admit(fromApi.length === 0 ? fromState : [...fromState, ...fromApi], factsOf(context, targets), 1);
 }
+
+function noop(): void {}
 
 function routed(request: FastifyRequest): boolean {
   const headers = request.headers;

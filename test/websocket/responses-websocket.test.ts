@@ -188,6 +188,22 @@ describe('Responses WebSocket mode', () => {
     }, 'a slot is free again once the sockets closed');
   });
 
+  test('an upgrade flood from one key: exactly its share is accepted, the rest refused with 429, none left half-open', async () => {
+    const attempts = await Promise.all(Array.from({ length: 40 }, () => connect(url(), { headers: CODEX_HEADERS })));
+    const accepted = attempts.filter((attempt) => !isRefusal(attempt));
+    const refused = attempts.filter(isRefusal);
+    assert.equal(accepted.length, 4);
+    assert.ok(refused.every((refusal) => refusal.status === 429));
+    for (const socket of accepted) if (!isRefusal(socket)) socket.close();
+    await Promise.all(accepted.map((socket) => (isRefusal(socket) ? undefined : closed(socket))));
+    await eventually(async () => {
+      const again = await connect(url(), { headers: CODEX_HEADERS });
+      if (isRefusal(again)) return false;
+      again.close();
+      return true;
+    }, 'slots given back');
+  });
+
   test('an upstream error before the first event is an error event, and the socket stays open', async () => {
     mock.enqueue({ status: 400, body: { error: { message: 'bad input', type: 'invalid_request_error', param: 'input', code: null } } });
     const socket = await open(url(), { headers: CODEX_HEADERS });

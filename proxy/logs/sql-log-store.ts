@@ -377,7 +377,9 @@ export class SqlLogStore implements RequestLogStore {
     try {
       if (!IDENTIFIER.test(table)) throw new RangeError(`invalid request log table name "${table}"`);
       ({ partitioned } = await DIALECTS[driver.dialect].createSchema(driver, table));
-      if (partitioned) await ensurePartitions(driver, table, now());
+      // Not fatal: a replica starting beside busy ones may not get the lock in time; rows land
+      // in the default partition meanwhile, and the hourly check tries again.
+      if (partitioned) await ensurePartitions(driver, table, now()).catch(() => undefined);
     } catch (error) {
       await driver.close().catch(() => undefined);
       throw error;

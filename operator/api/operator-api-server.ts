@@ -10,6 +10,9 @@ import type { PolicyStore } from '../../proxy/ratelimit/policy-store.ts';
 import { newRequestContext } from '../../proxy/request-context.ts';
 import { policyRoutes } from './policy-routes.ts';
 import { promptRoutes } from './prompt-routes.ts';
+import { usageLimitRoutes } from './usage-limit-routes.ts';
+import type { UsageLimitStore } from '../../proxy/budgets/usage-limit-store.ts';
+import type { UsageLimitPolicy } from '../../proxy/budgets/usage-limit-schema.ts';
 
 // The control-plane API served by the operator (every replica): the same policy and prompt
 // routes as standalone, authenticated against GatewayAPIKey resources through the state
@@ -22,6 +25,8 @@ export interface OperatorApiOptions {
   readonly policyStore: PolicyStore;
   /** Policies applied with kubectl: listed and enforced, read-only through the API. */
   readonly statePolicies: () => readonly RateLimitPolicy[];
+  /** API-created UsageLimitPolicy resources and those applied with kubectl (read-only); absent: no usage-limit routes. */
+  readonly usageLimits?: { readonly store: UsageLimitStore; readonly statePolicies: () => readonly UsageLimitPolicy[] };
   readonly logger: Logger;
   readonly port: number;
   readonly host: string;
@@ -69,6 +74,7 @@ export async function startOperatorApi(options: OperatorApiOptions): Promise<Ope
 
   app.get('/healthz', PUBLIC_ROUTE, async () => ({ status: 'ok' }));
   await app.register(policyRoutes({ store: options.policyStore, statePolicies: options.statePolicies }));
+  if (options.usageLimits !== undefined) await app.register(usageLimitRoutes(options.usageLimits));
   await app.register(promptRoutes({ getPrompt: (id) => options.currentState()?.prompts.get(id) }));
 
   await app.listen({ port: options.port, host: options.host });

@@ -4,6 +4,7 @@ import type { GatewayState } from '../../proxy/config/gateway-state.ts';
 import type { CustomResource, RenderedStatus } from '../reconcile/resource-types.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
 import { KubePolicyStore } from '../api/kube-policy-store.ts';
+import { KubeUsageLimitStore } from '../api/kube-usage-limit-store.ts';
 import { startOperatorApi, type OperatorApi } from '../api/operator-api-server.ts';
 import { renderGatewayState, type RenderResult } from '../reconcile/render-gateway-state.ts';
 import { serializeRenderedState, type SerializedState } from '../reconcile/serialize-state.ts';
@@ -233,6 +234,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   });
 
   const policyStore = new KubePolicyStore({ client, namespace, resources: () => cache.resources('RateLimitPolicy') });
+  const usageLimitStore = new KubeUsageLimitStore({ client, namespace, resources: () => cache.resources('UsageLimitPolicy') });
   let api: OperatorApi | undefined;
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   try {
@@ -241,6 +243,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       currentState: () => (cache.synced ? view?.state : undefined),
       policyStore,
       statePolicies: () => policyStore.statePolicies(),
+      usageLimits: { store: usageLimitStore, statePolicies: () => usageLimitStore.statePolicies() },
       logger,
       port: options.apiPort ?? 8080,
       host: options.apiHost ?? '0.0.0.0',

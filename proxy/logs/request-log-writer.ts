@@ -253,7 +253,7 @@ function writerSeries(registry: Registry, queueDepth: () => number): WriterSerie
     existing<Counter>('aigateway_request_log_write_errors_total') ??
     new Counter({
       name: 'aigateway_request_log_write_errors_total',
-      help: 'Failed request log batch writes (their records count as dropped, reason write_failed).',
+      help: 'Failed request log batch writes: retried while the store is unreachable, otherwise their records are dropped (reason write_failed).',
       registers: [registry],
     });
   if (existing('aigateway_request_log_queue_depth') === undefined) {

@@ -165,6 +165,18 @@ describe('other routes and shapes', () => {
     assert.equal(await settledSpend(harness, 'all-cost'), 0.06);
   });
 
+  test('a forwarded route with a priced model reserves and settles to the answer\'s usage; /v1/responses is charged too', async () => {
+    const before = await settledSpend(harness, 'all-cost');
+    const moderated = await send(harness, '/v1/moderations', { model: 'budget-model', input: 'hello' });
+    assert.equal(moderated.status, 200);
+    assert.equal(moderated.headers.get('x-gateway-budget-policy'), 'all-cost');
+    // The mock answers with usage 10 + 20: $0.05.
+    assert.equal(Math.round((await settledSpend(harness, 'all-cost')) * 1e6) - Math.round(before * 1e6), 50_000);
+    const responded = await send(harness, '/v1/responses', { model: 'budget-model', input: 'hello', max_output_tokens: 20 });
+    assert.equal(responded.headers.get('x-gateway-budget-policy'), 'all-cost');
+    assert.equal(Math.round((await settledSpend(harness, 'all-cost')) * 1e6) - Math.round(before * 1e6), 100_000);
+  });
+
   test('a stream the client leaves is charged its prompt and the events it was sent, never zero', async () => {
     const before = await settledSpend(harness, 'all-cost');
     // A raw socket, destroyed once three content events arrived: the client is gone mid-stream.

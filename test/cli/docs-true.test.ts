@@ -56,6 +56,13 @@ function stateBlocks(): Block[] {
   return blocks;
 }
 
+/** The fragment's egress with the reference's `allow` entries added. */
+function withBaseEgress(own: unknown, reference: unknown): Record<string, unknown> {
+  const mine = (own ?? {}) as Record<string, unknown>;
+  const theirs = ((reference ?? {}) as { allow?: unknown[] }).allow ?? [];
+  return { ...mine, allow: [...new Set([...((mine['allow'] as unknown[] | undefined) ?? []), ...theirs])] };
+}
+
 describe('docs are true', () => {
   test('every state-file example in the docs passes `aigateway validate` (fragments on top of the reference examples)', { timeout: 120_000 }, async () => {
     const blocks = stateBlocks();
@@ -80,7 +87,9 @@ describe('docs are true', () => {
     for (const block of blocks) {
       const file = join(scratch, `example-${index++}.yaml`);
       const missing = Object.keys(base).filter((section) => !(section in block.doc));
-      const doc = block === reference || missing.length === 0 ? block.doc : { ...Object.fromEntries(missing.map((section) => [section, base[section]])), ...block.doc };
+      let doc = block === reference || missing.length === 0 ? block.doc : { ...Object.fromEntries(missing.map((section) => [section, base[section]])), ...block.doc };
+      // A fragment with its own egress but the reference's providers also needs the egress those providers need.
+      if (missing.includes('providers') && !missing.includes('egress')) doc = { ...doc, egress: withBaseEgress(block.doc['egress'], base['egress']) };
       writeFileSync(file, doc === block.doc ? block.text : dump(doc));
       // `${NAME}` placeholders get a value (as the reader's environment would); `${NAME:-x}` keep their default.
       const env: NodeJS.ProcessEnv = { ...process.env };

@@ -14,6 +14,7 @@ import type { PlanNode } from '../routing/routing-plan.ts';
 import type { RouteSelection } from '../routing/select-route.ts';
 import { guardedLookup, type EgressPolicy } from '../upstream/egress-policy.ts';
 import { redactor, secretsOfTarget } from '../upstream/guarded-call.ts';
+import { deniedBody, hookResultsOf, logAsync, runInput, runOptionsOf, type CompiledGuardrails, type GuardrailRuntime } from '../endpoints/guardrail-flow.ts';
 import { CLOSE, type Session, type SocketLimits } from './socket-registry.ts';
 
 // GET /v1/realtime relayed to OpenAI or Azure OpenAI realtime. The upstream socket is opened
@@ -29,6 +30,8 @@ import { CLOSE, type Session, type SocketLimits } from './socket-registry.ts';
 const REALTIME_FAMILIES = new Set(['openai', 'azure-openai']);
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 const MAX_BAD_FRAMES = 16;
+/** Client frames waiting behind an input guardrail check; past it the session closes 1013. */
+const MAX_QUEUED_FRAMES = 256;
 
 export interface UpstreamSocket {
   readonly socket: WebSocket;
@@ -160,6 +163,8 @@ export interface RelayDeps {
   readonly logger: Logger;
   readonly rateLimiter: RateLimiter | undefined;
   readonly admission: Admission | undefined;
+  /** The route's input guardrails (absent or empty: frames are relayed without a check). */
+  readonly guardrails?: { readonly compiled: CompiledGuardrails; readonly runtime: GuardrailRuntime } | undefined;
 }
 
 interface SessionUsage {
@@ -179,6 +184,9 @@ export class RealtimeRelay implements Session {
   readonly #usage: SessionUsage = { input: 0, output: 0, cached: 0, audioInput: 0, audioOutput: 0, responses: 0 };
   #charged = false;
   #badFrames = 0;
+  /** With guardrails: client frames in order behind the one being checked. */
+  #queue: Promise<void> = Promise.resolve();
+  #queued = 0;
   #idle: NodeJS.Timeout | undefined;
 
   constructor(client: WebSocket, upstream: UpstreamSocket, deps: RelayDeps) {
@@ -226,12 +234,41 @@ export class RealtimeRelay implements Session {
     const text = rawText(data);
     if (!looksLikeEvent(text)) return this.#refuse('An event is a JSON object with a string "type".');
     this.#badFrames = 0;
+    const guardrails = this.#deps.guardrails;
+    if (guardrails === undefined || guardrails.compiled.empty) return this.#toUpstream(text);
+    // Checked frames keep their order: each waits for the one before it.
+    if (++this.#queued > MAX_QUEUED_FRAMES) return this.#closeBoth(CLOSE.tryAgainLater, 'too many events waiting for guardrail checks');
+    this.#queue = this.#queue
+      .then(() => this.#checked(text, guardrails))
+      .catch((error: unknown) => this.#deps.logger.warn({ err: { message: (error as Error).message } }, 'realtime guardrail check failed'))
+      .finally(() => this.#queued--);
+  }
+
+  #toUpstream(text: string): void {
     if (this.#upstream.readyState !== WebSocket.OPEN) return;
     if (this.#upstream.bufferedAmount + text.length > this.#deps.limits.maxBufferedBytes) {
       this.#closeBoth(CLOSE.tryAgainLater, 'upstream is not reading: send buffer full');
       return;
     }
     this.#upstream.send(text);
+  }
+
+  /** Input guardrails on the text a client adds to the conversation; a deny is an error event, not forwarded. */
+  async #checked(text: string, guardrails: NonNullable<RelayDeps['guardrails']>): Promise<void> {
+    const event = JSON.parse(text) as Record<string, unknown>;
+    const said = userText(event);
+    if (said === undefined) return this.#toUpstream(text);
+    const context = this.#deps.context;
+    const requestBody = { model: context.model, messages: [{ role: 'user', content: said }] };
+    const outcome = await runInput(guardrails.compiled, { endpoint: 'chat.completions', requestBody, metadata: context.metadata, model: context.model }, runOptionsOf(guardrails.runtime));
+    logAsync(outcome, guardrails.runtime.logger, context.traceId);
+    if (outcome?.denied === true) {
+      context.guardrailVerdict = 'deny';
+      const denied = deniedBody('input', hookResultsOf(outcome, undefined)) as { error: Record<string, unknown> };
+      if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify({ type: 'error', event_id: event['event_id'] ?? null, error: denied.error }));
+      return;
+    }
+    this.#toUpstream(text);
   }
 
   #fromUpstream(data: RawData, isBinary: boolean): void {
@@ -302,6 +339,20 @@ export class RealtimeRelay implements Session {
     // Nothing was spent: the upgrade's reservation is returned.
     if (!this.#charged) this.#charge(0);
   }
+}
+
+/** The text of a user message a client adds (`conversation.item.create`), joined; undefined when none. */
+function userText(event: Record<string, unknown>): string | undefined {
+  if (event['type'] !== 'conversation.item.create') return undefined;
+  const item = objectOf(event['item']);
+  const content = item?.['content'];
+  if (!Array.isArray(content)) return undefined;
+  const parts: string[] = [];
+  for (const part of content) {
+    const text = objectOf(part)?.['text'];
+    if (typeof text === 'string') parts.push(text);
+  }
+  return parts.length === 0 ? undefined : parts.join('\n');
 }
 
 function closeSocket(socket: WebSocket, code: number, reason: string): void {

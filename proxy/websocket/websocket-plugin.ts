@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { API_KEY_HEADER } from '../auth/api-key-auth.ts';
 import { factsOf, type PolicyRuntime } from '../endpoints/policy-admission.ts';
+import { attachedGuardrailsOf, guardrailsOf, mergeGuardrails, type CompiledGuardrails, type GuardrailRuntime } from '../endpoints/guardrail-flow.ts';
 import { GatewayError } from '../errors.ts';
 import { HEADER } from '../gateway-headers.ts';
 import type { RequestContext } from '../request-context.ts';
@@ -26,6 +27,8 @@ import { DEFAULT_SOCKET_LIMITS, SocketRegistry, type Session, type SocketLimits 
 
 export interface WebSocketDeps extends PolicyRuntime {
   readonly logger: Logger;
+  /** What input guardrails on realtime text need (metrics, webhooks through the egress-guarded agent). */
+  readonly guardrails: GuardrailRuntime;
   readonly limits?: Partial<SocketLimits> | undefined;
 }
 
@@ -41,6 +44,7 @@ interface Admitted {
   readonly selection: RouteSelection | undefined;
   readonly admission: Admission | undefined;
   readonly upstream: UpstreamSocket | undefined;
+  readonly inputGuards: CompiledGuardrails | undefined;
 }
 
 const ADMITTED = Symbol('aigateway.websocketAdmitted');
@@ -106,6 +110,7 @@ export function websocketPlugin(deps: WebSocketDeps): FastifyPluginAsync {
           logger: deps.logger,
           rateLimiter: deps.rateLimiter,
           admission: admitted.admission,
+          guardrails: admitted.inputGuards === undefined ? undefined : { compiled: admitted.inputGuards, runtime: deps.guardrails },
         });
         hold(registry, relay, request, socket);
       },
@@ -170,8 +175,13 @@ async function admitted(deps: WebSocketDeps, registry: SocketRegistry, request: 
     targets = reachableTargets(selection.plan, context.state, { body: model === undefined ? undefined : { model }, metadata: context.metadata, pathname: request.routeOptions.url ?? '' });
   }
   const admission = await admitSession(deps, context, targets);
+  // Realtime: the route's and the attached input guardrails, checked on text frames.
+  const inputGuards =
+    kind === 'realtime' && selection !== undefined
+      ? mergeGuardrails(guardrailsOf(selection.plan.settings, context.state), attachedGuardrailsOf(context.state, () => ({ targets, facts: factsOf(context, targets) })))
+      : undefined;
   const upstream = kind === 'realtime' && selection !== undefined ? await connectRealtimeUpstream(selection, request, model, registry.limits) : undefined;
-  (request as AdmittedRequest)[ADMITTED] = { release, selection, admission, upstream };
+  (request as AdmittedRequest)[ADMITTED] = { release, selection, admission, upstream, inputGuards };
   // Past this point the upgrade proceeds; the raw response is detached from the socket so
   // that its 'close' (the finish point) fires when the session ends, not when ws takes it.
   const socket = request.raw.socket;

@@ -25,6 +25,7 @@ function state(extra: Record<string, unknown> = {}): Record<string, unknown> {
     configs: [
       { id: 'rt', config: { provider: '@rt' } },
       { id: 'claude', config: { provider: '@claude' } },
+      { id: 'rt-guarded', config: { provider: '@rt', input_guardrails: [{ id: 'words', deny: true, 'default.contains': { words: ['forbidden'], operator: 'none' } }] } },
     ],
     ...extra,
   });
@@ -174,6 +175,23 @@ describe('/v1/realtime relay', () => {
     bystander.send(JSON.stringify({ type: 'response.create' }));
     await bystanderEvents.until('response.done');
     bystander.close();
+  });
+
+  test('input guardrails on the text a client adds: a deny is an error event and never reaches the provider; order is kept', async () => {
+    const socket = await open(url(), { headers: { ...HEADERS, 'x-gateway-config': 'rt-guarded' } });
+    const events = recorder(socket);
+    const say = (text: string): string => JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
+    socket.send(say('this is forbidden'));
+    socket.send(say('this is fine'));
+    socket.send(JSON.stringify({ type: 'response.create' }));
+    await events.until('response.done');
+    const error = events.events.find((e) => e['type'] === 'error') as { error: Record<string, unknown> };
+    assert.equal(error.error['code'], 'AIGW_ERR_GUARDRAIL_DENIED');
+    const forwarded = mock.received.map((event) => JSON.stringify(event));
+    assert.equal(forwarded.length, 2);
+    assert.match(forwarded[0] ?? '', /this is fine/);
+    assert.match(forwarded[1] ?? '', /response\.create/);
+    socket.close();
   });
 
   test('POST /v1/realtime/client_secrets is minted through the gateway and attributed to the key', async () => {

@@ -28,6 +28,23 @@ const freshTable = (): string => `${SCHEMA}.logs_${++tables}`;
 
 if (reachable) requestLogStoreSuite('postgres', () => SqlLogStore.open(new PostgresDriver({ connectionString: DATABASE_URL }), { table: freshTable() }));
 
+/** The table an earlier release created: not partitioned, keyed by id, without the later columns. */
+async function legacyTable(): Promise<string> {
+  const table = freshTable();
+  await admin.query(`CREATE TABLE ${table} (id text COLLATE "C" NOT NULL PRIMARY KEY, trace_id text NOT NULL, started_at timestamptz NOT NULL,
+    method text NOT NULL, route text NOT NULL, status int NOT NULL, latency_ms float8 NOT NULL, ttft_ms float8, api_key_id text, workspace text,
+    config_id text, target_path text, provider text, model text, metadata jsonb, metadata_flat jsonb, prompt_tokens bigint, completion_tokens bigint,
+    total_tokens bigint, cache_status text, retries int NOT NULL, guardrail_verdict text, error_code text)`);
+  return table;
+}
+
+// An existing database keeps working: the whole contract on a table from before partitioning.
+if (reachable) {
+  requestLogStoreSuite('postgres (unpartitioned table of an earlier release)', async () =>
+    SqlLogStore.open(new PostgresDriver({ connectionString: DATABASE_URL }), { table: await legacyTable() }),
+  );
+}
+
 describe('postgres request log store: the shared table', { skip }, () => {
   test('replicas opening the same table at once all succeed and share the records', async () => {
     const table = freshTable();
@@ -125,12 +142,7 @@ describe('postgres request log store: the shared table', { skip }, () => {
   });
 
   test('a table from an earlier release (not partitioned) keeps working: inserts, reads, row-by-row retention', async () => {
-    const table = freshTable();
-    await admin.query(`CREATE TABLE ${table} (id text COLLATE "C" NOT NULL PRIMARY KEY, trace_id text NOT NULL, started_at timestamptz NOT NULL,
-      method text NOT NULL, route text NOT NULL, status int NOT NULL, latency_ms float8 NOT NULL, ttft_ms float8, api_key_id text, workspace text,
-      config_id text, target_path text, provider text, model text, metadata jsonb, metadata_flat jsonb, prompt_tokens bigint, completion_tokens bigint,
-      total_tokens bigint, cache_status text, retries int NOT NULL, guardrail_verdict text, error_code text)`);
-    const store = await SqlLogStore.open(new PostgresDriver({ connectionString: DATABASE_URL }), { table });
+    const store = await SqlLogStore.open(new PostgresDriver({ connectionString: DATABASE_URL }), { table: await legacyTable() });
     try {
       assert.equal(store.partitioned, false);
       assert.equal(store.retentionCutoff(12_345), 12_345);

@@ -389,7 +389,7 @@ export class SqlLogStore implements RequestLogStore {
 
   /** Makes sure the partitions of yesterday to a few days ahead exist (a no-op when not partitioned). */
   ensurePartitions(): Promise<void> {
-    if (!this.partitioned) return Promise.resolve();
+    if (!this.partitioned || this.#closed) return Promise.resolve();
     this.#partitionCheck ??= ensurePartitions(this.#open(), this.#table, this.#now()).finally(() => {
       this.#partitionCheck = undefined;
     });

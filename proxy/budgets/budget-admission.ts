@@ -2,12 +2,19 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { priceTableOf } from '../accounting/request-cost.ts';
 import { contextWindowOf } from '../accounting/price-table.ts';
 import type { RequestContext } from '../request-context.ts';
-import type { ResolvedRequest } from '../endpoints/policy-admission.ts';
+import type { RequestFacts } from '../ratelimit/policy-matching.ts';
+import type { ReachableTarget } from '../routing/reachable-targets.ts';
 import { BUDGET_HEADER, type BudgetEnforcer, type WorstCase } from './budget-enforcer.ts';
 import type { UsageLimitPolicy } from './usage-limit-schema.ts';
 
 // The request path's side of budgets: which policies hold (state file + API), the request's
 // worst case, the reservation, the headers, and the settlement wired to the request's end.
+
+/** What a request resolves to (endpoints/policy-admission.ts builds it): its reachable targets and their facts. */
+export interface ResolvedRequest {
+  readonly targets: readonly ReachableTarget[];
+  readonly facts: readonly RequestFacts[];
+}
 
 export interface BudgetRuntime {
   /** Budget enforcement; undefined when none is wired. */

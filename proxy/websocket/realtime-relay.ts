@@ -7,6 +7,8 @@ import type { GatewayState } from '../config/gateway-state.ts';
 import { GatewayError } from '../errors.ts';
 import { headerValue } from '../gateway-headers.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
+import { pickDeployment } from '../providers/azure-openai/azure-openai-adapter.ts';
+import { azureResourceRoot, azureSettingsOf } from '../providers/azure-openai/azure-openai-options.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { Admission, RateLimiter } from '../ratelimit/rate-limiter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
@@ -96,12 +98,26 @@ function leavesOf(plan: PlanNode, model: string | undefined): PlanNode[] {
 
 async function openUpstream(target: ResolvedTarget, model: string | undefined, request: FastifyRequest, state: GatewayState, limits: SocketLimits): Promise<WebSocket> {
   const query = new URLSearchParams();
-  if (model !== undefined) query.set('model', model);
-  // Azure's GA data plane with an api-version names the deployment as `deployment`.
-  if (target.adapter.family === 'azure-openai' && model !== undefined) query.set('deployment', model);
   const forward = target.adapter.forward;
   if (forward === undefined) throw new GatewayError('AIGW_ERR_UNSUPPORTED_ENDPOINT', `Provider "${target.provider}" has no realtime API.`);
-  const planned = forward(target, { method: 'GET', path: 'realtime', query });
+  let planned: { url: URL; headers: Record<string, string> };
+  if (target.adapter.family === 'azure-openai') {
+    // Azure names a deployment: the v1 API as `model`, the dated API (api-version) as `deployment`.
+    const settings = azureSettingsOf(target.options);
+    const deployment = pickDeployment(settings, model, false);
+    const name = deployment?.deploymentId ?? model;
+    if (name !== undefined) query.set('model', name);
+    const apiVersion = deployment?.apiVersion ?? settings.apiVersion;
+    planned = forward(target, { method: 'GET', path: 'realtime', query });
+    if (apiVersion !== undefined) {
+      const dated = new URLSearchParams({ 'api-version': apiVersion });
+      if (name !== undefined) dated.set('deployment', name);
+      planned = { ...planned, url: new URL(`${azureResourceRoot(target.baseUrl)}/openai/realtime?${dated.toString()}`) };
+    }
+  } else {
+    if (model !== undefined) query.set('model', model);
+    planned = forward(target, { method: 'GET', path: 'realtime', query });
+  }
   const url = new URL(planned.url);
   url.protocol = url.protocol === 'http:' ? 'ws:' : 'wss:';
   const headers: Record<string, string> = { ...planned.headers };

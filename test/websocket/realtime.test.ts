@@ -21,10 +21,20 @@ function state(extra: Record<string, unknown> = {}): Record<string, unknown> {
     providers: [
       { slug: 'rt', provider: 'openai', virtualKey: 'vk-rt', apiKey: PROVIDER_KEY, customHost: mock.url },
       { slug: 'claude', provider: 'anthropic', virtualKey: 'vk-claude', apiKey: 'sk-ant-x', customHost: mock.url },
+      {
+        slug: 'azure-dated',
+        provider: 'azure-openai',
+        apiKey: PROVIDER_KEY,
+        customHost: mock.origin,
+        options: { resourceName: 'contoso', deployments: [{ deploymentId: 'rt-prod', alias: 'gpt-realtime', apiVersion: '2025-04-01-preview', isDefault: true }] },
+      },
+      { slug: 'azure-v1', provider: 'azure-openai', apiKey: PROVIDER_KEY, customHost: mock.origin, options: { resourceName: 'contoso', deploymentId: 'rt-v1' } },
     ],
     configs: [
       { id: 'rt', config: { provider: '@rt' } },
       { id: 'claude', config: { provider: '@claude' } },
+      { id: 'azure-dated', config: { provider: '@azure-dated' } },
+      { id: 'azure-v1', config: { provider: '@azure-v1' } },
       { id: 'rt-guarded', config: { provider: '@rt', input_guardrails: [{ id: 'words', deny: true, 'default.contains': { words: ['forbidden'], operator: 'none' } }] } },
     ],
     ...extra,
@@ -86,6 +96,22 @@ describe('/v1/realtime relay', () => {
     assert.ok(record.costUsd === undefined || record.costUsd > 0);
     const line = await eventually(() => harness.logs.find((l) => l['msg'] === 'realtime session ended'), 'the session log line');
     assert.deepEqual(line['realtime'], { responses: 2, input_tokens: 200, output_tokens: 100, cached_tokens: 80, audio_input_tokens: 80, audio_output_tokens: 80 });
+  });
+
+  test('Azure OpenAI realtime: the deployment named the way each API version wants it, the key as api-key', async () => {
+    for (const [config, path] of [
+      ['azure-dated', '/openai/realtime?api-version=2025-04-01-preview&deployment=rt-prod'],
+      ['azure-v1', '/openai/v1/realtime?model=rt-v1'],
+    ] as const) {
+      mock.upgrades.length = 0;
+      const socket = await open(url('gpt-realtime'), { headers: { ...HEADERS, 'x-gateway-config': config } });
+      const events = recorder(socket);
+      socket.send(JSON.stringify({ type: 'response.create' }));
+      await events.until('response.done');
+      assert.equal(mock.upgrades[0]?.path, path);
+      assert.equal(mock.upgrades[0]?.headers['api-key'], PROVIDER_KEY);
+      socket.close();
+    }
   });
 
   test('token limits are charged at each response.done, while the session is open', async () => {

@@ -40,12 +40,12 @@ describe('MCP guardrails', () => {
     try {
       const fine = await client.callTool({ name: 'everything__echo', arguments: { message: 'hello' } });
       assert.equal((fine.content as Array<{ text: string }>)[0]?.text, 'Echo: hello');
-      const upstreamCalls = everything.authorizations.length;
+      const upstreamCalls = everything.posts();
       await assert.rejects(
         client.callTool({ name: 'everything__echo', arguments: { message: 'my secret plan' } }),
         (error: unknown) => error instanceof McpError && error.code === -32004 && /no-secrets/.test(error.message),
       );
-      assert.equal(everything.authorizations.length, upstreamCalls, 'denied arguments never reach the upstream');
+      assert.equal(everything.posts(), upstreamCalls, 'denied arguments never reach the upstream');
       assert.match(JSON.stringify((await client.callTool({ name: 'everything__get-sum', arguments: { a: 2, b: 2 } })).content), /4/);
       await assert.rejects(client.callTool({ name: 'everything__get-sum', arguments: { a: 2, b: 3 } }), (error: unknown) => error instanceof McpError && error.code === -32004);
       await assert.rejects(client.callTool({ name: 'broken__echo', arguments: { message: 'x' } }), (error: unknown) => error instanceof McpError && error.code === -32004 && /unknown guardrails/.test(error.message));

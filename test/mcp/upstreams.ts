@@ -26,6 +26,8 @@ export interface EverythingUpstream {
   readonly sessions: Map<string, StreamableHTTPServerTransport>;
   /** Authorization headers the upstream saw, in order. */
   readonly authorizations: Array<string | undefined>;
+  /** POST requests the upstream received (calls; GET streams and DELETEs not counted). */
+  posts(): number;
   close(): Promise<void>;
 }
 
@@ -34,6 +36,7 @@ export async function startEverything(): Promise<EverythingUpstream> {
   const sse = new Map<string, SSEServerTransport>();
   const instances: EverythingInstance[] = [];
   const authorizations: Array<string | undefined> = [];
+  let posts = 0;
   const newInstance = (): EverythingInstance => {
     const instance = createEverything() as EverythingInstance;
     instances.push(instance);
@@ -41,6 +44,7 @@ export async function startEverything(): Promise<EverythingUpstream> {
   };
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     authorizations.push(request.headers.authorization);
+    if (request.method === 'POST') posts++;
     const url = new URL(request.url ?? '/', 'http://x');
     if (url.pathname === '/mcp') {
       const id = request.headers['mcp-session-id'];
@@ -96,6 +100,7 @@ export async function startEverything(): Promise<EverythingUpstream> {
     sseUrl: `${origin}/sse`,
     sessions,
     authorizations,
+    posts: () => posts,
     async close() {
       for (const transport of sessions.values()) await transport.close().catch(() => undefined);
       for (const transport of sse.values()) await transport.close().catch(() => undefined);

@@ -8,8 +8,8 @@ import type { PromptEntry } from '../prompts/prompt-schema.ts';
 import { compileEgressPolicy, type EgressPolicy } from '../upstream/egress-policy.ts';
 import type { CredentialsDocument, GatewayStateDocument, ProviderEntry } from './state-schema.ts';
 import { PlanCompileError, GuardrailConfigError } from '../errors.ts';
-import { formatProblem, planTargetProblems, providerEntryProblems, type ProviderReferences } from './state-validation.ts';
 import { buildModelCatalog, type ModelCatalog } from './model-catalog.ts';
+import { formatProblem, planTargetProblems, providerEntryProblems, type ProviderReferences } from './state-validation.ts';
 
 // The immutable runtime snapshot built from one state document. Requests capture the
 // current snapshot on entry and use it to the end, so a reload never changes a request

@@ -120,10 +120,6 @@ export const WorkspaceEntrySchema = z.strictObject({
 // (x-gateway-custom-host, an inline custom_host, an Azure resource from the request). Each
 // starts from public addresses only; neither inherits the other.
 export const EgressSchema = z.strictObject({
-  // Saved-provider names (slugs or virtual keys) that configs may name although no provider
-  // answers to them: the operator lists those whose Provider resource is missing or not
-  // ready, so the config still serves its other targets. Anywhere else such a name is an error.
-  unavailableProviders: z.array(z.string().min(1)).default([]),
   allow: z.array(z.string().min(1)).default([]),
   clientAllow: z.array(z.string().min(1)).default([]),
 });
@@ -160,6 +156,10 @@ export const GatewayStateSchema = z.strictObject({
   modelPrices: z.array(ModelPriceEntrySchema).default([]),
   models: z.array(CatalogModelEntrySchema).default([]),
   workspaces: z.array(WorkspaceEntrySchema).default([]),
+  // Saved-provider names (slugs or virtual keys) that configs may name although no provider
+  // answers to them: the operator lists those whose Provider resource is missing or not
+  // ready, so the config still serves its other targets. Anywhere else such a name is an error.
+  unavailableProviders: z.array(z.string().min(1)).default([]),
   // Upstream MCP servers behind /mcp, and the MCP endpoint's settings (docs/mcp.md).
   mcpServers: z.array(McpServerEntrySchema).default([]),
   mcp: McpSettingsSchema.default({ maxMessageBytes: 4 * 1024 * 1024, maxUpstreamBytes: 16 * 1024 * 1024, maxBatch: 16, sessionTtlSeconds: 86_400 }),
@@ -169,9 +169,9 @@ export type GatewayStateDocument = z.infer<typeof GatewayStateSchema>;
 export type ApiKeyEntry = z.infer<typeof ApiKeyEntrySchema>;
 export type ProviderEntry = z.infer<typeof ProviderEntrySchema>;
 export type SavedConfigEntry = z.infer<typeof SavedConfigEntrySchema>;
-export type GuardrailPolicyEntry = z.infer<typeof GuardrailPolicyEntrySchema>;
 export type CatalogModelEntry = z.infer<typeof CatalogModelEntrySchema>;
 export type WorkspaceEntry = z.infer<typeof WorkspaceEntrySchema>;
+export type GuardrailPolicyEntry = z.infer<typeof GuardrailPolicyEntrySchema>;
 
 /** Credentials kept apart from the state (the Secret in a cluster), merged by slug / id. */
 export const CredentialsSchema = z.strictObject({

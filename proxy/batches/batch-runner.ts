@@ -2,10 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BatchStore, ClaimedLine, LineOutcome } from './batch-store.ts';
 
-// The worker loop of gateway-managed batches, one per gateway process: heartbeat, fail
-// the lines of dead workers, validate new batches, keep up to `concurrency` lines in
-// flight, finalize finished batches. Every step is a store operation that is safe with
-// other replicas doing the same, so any number of processes can share one PostgreSQL.
+// The worker loop of gateway-managed batches, one per gateway process: fail the lines of
+// dead workers, validate new batches, keep up to `concurrency` lines in flight, finalize
+// finished batches. Every step is a store operation that is safe with other replicas doing
+// the same, so any number of processes can share one PostgreSQL. The heartbeat has its own
+// timer: a long pass (validating or finalizing a large batch, a slow store) must not let
+// the lease of a live worker lapse, or another replica fails its in-flight lines.
 
 /** What running one line produced; `not-run` hands the line back (it never left the gateway). */
 export type LineExecution = LineOutcome | { readonly notRun: true };
@@ -37,8 +39,10 @@ export class BatchRunner {
   #wake: (() => void) | undefined;
   /** A wake that came while a pass was running: the next sleep is skipped. */
   #woken = false;
-  #lastHeartbeat = Number.NEGATIVE_INFINITY;
   #lastSweep = Number.NEGATIVE_INFINITY;
+  #heartbeatTimer: NodeJS.Timeout | undefined;
+  /** A heartbeat write in progress: the timer never stacks them up behind a slow store. */
+  #beating: Promise<void> | undefined;
 
   constructor(options: BatchRunnerOptions) {
     // Each default applied per field: an option given as undefined keeps its default.
@@ -59,9 +63,21 @@ export class BatchRunner {
     this.#stopped = false;
     const { store, now } = this.#options;
     await store.heartbeat(this.workerId, now());
-    this.#lastHeartbeat = now();
+    this.#heartbeatTimer = setInterval(() => this.#beat(), this.#options.leaseMs / 4);
+    this.#heartbeatTimer.unref();
     if (this.#options.exclusive) await store.forgetOtherWorkers(this.workerId);
     this.#loop = this.#run();
+  }
+
+  #beat(): void {
+    if (this.#beating !== undefined) return;
+    const { store, now, logger } = this.#options;
+    this.#beating = store
+      .heartbeat(this.workerId, now())
+      .catch((error: unknown) => logger.warn({ err: { message: (error as Error).message } }, 'batch worker heartbeat failed; retrying'))
+      .finally(() => {
+        this.#beating = undefined;
+      });
   }
 
   /** Run a pass now (a batch was created or cancelled). */
@@ -76,7 +92,11 @@ export class BatchRunner {
     this.#stopped = true;
     this.wake();
     await this.#loop;
+    // Lines still in flight keep the lease until their outcomes are recorded.
     await Promise.allSettled([...this.#inFlight]);
+    clearInterval(this.#heartbeatTimer);
+    this.#heartbeatTimer = undefined;
+    await this.#beating;
   }
 
   async #run(): Promise<void> {
@@ -105,10 +125,6 @@ export class BatchRunner {
 
   async #pass(): Promise<void> {
     const { store, now, leaseMs, logger } = this.#options;
-    if (now() - this.#lastHeartbeat >= leaseMs / 4) {
-      await store.heartbeat(this.workerId, now());
-      this.#lastHeartbeat = now();
-    }
     if (now() - this.#lastSweep >= leaseMs / 4) {
       const failed = await store.failOrphanedLines(now() - leaseMs, 500);
       if (failed > 0) logger.warn({ lines: failed }, 'batch lines of a stopped worker marked failed (interrupted; not re-sent)');

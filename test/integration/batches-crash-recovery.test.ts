@@ -138,7 +138,9 @@ describe('crash recovery', () => {
       delayEveryReply(25);
       // Replicas sharing a database share the key that seals batch credentials.
       const env = { DATABASE_URL: database.location, AIGATEWAY_SECRET_KEY: 'crash-recovery-test-secret-key-0123456789' };
-      const args = ['--data-dir', join(dir, 'pg-data'), '--batch-lease-ms', '1500'];
+      // Short, so the killed process's lines are failed soon; long enough that a live process on a
+      // loaded machine (the whole suite, two files at once) is not taken for dead between heartbeats.
+      const args = ['--data-dir', join(dir, 'pg-data'), '--batch-lease-ms', '3000'];
       const one = await start(args, env);
       const two = await start(args, env);
       const id = await createBatch(one.url);

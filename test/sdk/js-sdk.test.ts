@@ -30,6 +30,7 @@ interface Fixture {
   omitted: Array<{ name: string; js: string; value: unknown }>;
   invalid: Array<{ name: string; js: string; value: unknown }>;
   unknown: Array<{ name: string; js: string; suggestion_js: string }>;
+  same_setting: Array<{ js: string; spec_js: string }>;
 }
 
 const fixture = JSON.parse(readFileSync(new URL('./header-mapping.json', import.meta.url), 'utf8')) as Fixture;
@@ -58,14 +59,30 @@ describe('createHeaders (header-mapping.json)', () => {
   test('all parameters at once', () => {
     const all: Record<string, unknown> = {};
     const expected: Record<string, string> = {};
+    const realNames = new Set(fixture.same_setting.map((pair) => pair.js));
     for (const c of fixture.cases) {
-      if (c.js in all) continue;
+      if (c.js in all || realNames.has(c.js)) continue;
       all[c.js] = c.value;
       expected[c.header] = c.expected;
     }
     const headers = createHeaders(all as GatewayParams);
     assert.deepEqual(headers, expected);
-    assert.equal(Object.keys(headers).length, GATEWAY_PARAMETERS.length);
+    assert.equal(Object.keys(headers).length, GATEWAY_PARAMETERS.length - realNames.size);
+  });
+
+  for (const pair of fixture.same_setting) {
+    test(`${pair.js} and ${pair.spec_js} name one setting: both at once is rejected`, () => {
+      assert.throws(() => createHeaders({ [pair.js]: 'a', [pair.spec_js]: 'b' } as GatewayParams), {
+        name: 'GatewayClientError',
+        message: `${pair.js} and ${pair.spec_js} name the same setting: pass one of them.`,
+      });
+    });
+  }
+
+  test('a real vendor name in request options replaces a default sent under the spec name', () => {
+    assert.deepEqual(nullableHeaders({ awsRegion: 'eu-west-1' }), { 'x-gateway-aws-region': 'eu-west-1', 'x-gateway-cloudC-region': null });
+    assert.deepEqual(nullableHeaders({ cloudCRegion: 'eu-west-1' }), { 'x-gateway-cloudC-region': 'eu-west-1', 'x-gateway-aws-region': null });
+    assert.deepEqual(nullableHeaders({ awsRegion: null }), { 'x-gateway-aws-region': null, 'x-gateway-cloudC-region': null });
   });
 
   for (const c of fixture.omitted) {
@@ -230,6 +247,18 @@ describe('Gateway', () => {
     assert.equal(fromBase?.headers.get('x-gateway-trace-id'), 't-1');
     assert.equal(fromBase?.headers.get('x-gateway-metadata'), '{"_user":"a"}');
     assert.throws(() => base.withOptions({ requestTimeout: -1 }), GatewayClientError);
+  });
+
+  test('a real vendor name replaces the same setting given under the spec name, in withOptions and for one call', async () => {
+    const sent: Sent[] = [];
+    const base = make(sent, { cloudCRegion: 'us-east-1' });
+    await chat(base.withOptions({ awsRegion: 'eu-west-1' }));
+    await chat(base, base.requestOptions({ awsRegion: 'ap-south-1' }));
+    const [fromChild, once] = sent;
+    assert.equal(fromChild?.headers.get('x-gateway-aws-region'), 'eu-west-1');
+    assert.equal(fromChild?.headers.get('x-gateway-cloudC-region'), null);
+    assert.equal(once?.headers.get('x-gateway-aws-region'), 'ap-south-1');
+    assert.equal(once?.headers.get('x-gateway-cloudC-region'), null);
   });
 
   test('requestOptions override parameters for one call; null removes a default', async () => {

@@ -2,7 +2,7 @@
 // plus typed helpers for the gateway's own endpoints.
 import OpenAI from 'openai';
 import type { ClientOptions } from 'openai';
-import { createHeaders, GatewayClientError, nullableHeaders, type GatewayParams } from './headers.ts';
+import { createHeaders, GatewayClientError, nullableHeaders, SAME_SETTING, type GatewayParams } from './headers.ts';
 import { Logs, Policies, Prompts } from './resources.ts';
 
 /** Where `npm start` serves the gateway. */
@@ -82,7 +82,13 @@ export class Gateway extends OpenAI {
   override withOptions(options: Partial<ClientOptions>): this;
   override withOptions(options: GatewayOptions | Partial<ClientOptions>): this {
     const Client = this.constructor as new (options: GatewayOptions) => this;
-    return new Client({ ...this.#options, ...(options as GatewayOptions) });
+    const merged: Record<string, unknown> = { ...this.#options, ...(options as GatewayOptions) };
+    // A setting given under its other name (azureRegion / cloudCRegion…) replaces the old one.
+    for (const name of Object.keys(options)) {
+      const other = SAME_SETTING.get(name);
+      if (other !== undefined && !(other.js in options)) delete merged[other.js];
+    }
+    return new Client(merged as GatewayOptions);
   }
 
   /**

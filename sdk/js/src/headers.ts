@@ -64,6 +64,27 @@ export interface GatewayParams {
   requestTimeout?: number | null | undefined;
   /** `x-gateway-forward-headers`: names of request headers passed to the provider unprocessed, as written. */
   forwardHeaders?: readonly string[] | null | undefined;
+  /** `x-gateway-azure-resource-name` (Azure OpenAI; the spec's `cloudAResourceName` names the same setting). */
+  azureResourceName?: string | null | undefined;
+  /** `x-gateway-azure-deployment-id` (Azure OpenAI; the spec's `cloudADeploymentId` names the same setting). */
+  azureDeploymentId?: string | null | undefined;
+  /** `x-gateway-azure-api-version` (Azure OpenAI; the spec's `cloudAApiVersion` names the same setting). */
+  azureApiVersion?: string | null | undefined;
+  /** `x-gateway-azure-model-name` (Azure OpenAI; the spec's `cloudAModelName` names the same setting). */
+  azureModelName?: string | null | undefined;
+  /** `x-gateway-vertex-project-id` (Vertex AI; the spec's `cloudBProjectId` names the same setting). */
+  vertexProjectId?: string | null | undefined;
+  /** `x-gateway-vertex-region` (Vertex AI; the spec's `cloudBRegion` names the same setting). */
+  vertexRegion?: string | null | undefined;
+  /** `x-gateway-aws-access-key-id` (Bedrock; the spec's `cloudCAccessKeyId` names the same setting). */
+  awsAccessKeyId?: string | null | undefined;
+  /** `x-gateway-aws-secret-access-key` (Bedrock; the spec's `cloudCSecretAccessKey` names the same setting). */
+  awsSecretAccessKey?: string | null | undefined;
+  /** `x-gateway-aws-region` (Bedrock; the spec's `cloudCRegion` names the same setting). */
+  awsRegion?: string | null | undefined;
+  /** `x-gateway-aws-session-token` (Bedrock; the spec's `cloudCSessionToken` names the same setting). */
+  awsSessionToken?: string | null | undefined;
+  /** The spec's names for the ten settings above: accepted aliases, sent under the spec's header names. */
   cloudAResourceName?: string | null | undefined;
   cloudADeploymentId?: string | null | undefined;
   cloudAApiVersion?: string | null | undefined;
@@ -88,9 +109,11 @@ export interface GatewayParameter {
   /** The header it becomes, spelt as in the spec. */
   readonly header: string;
   readonly kind: ParameterKind;
+  /** For a real vendor name (`azureResourceName`): the spec's name for the same setting (`cloudAResourceName`). */
+  readonly sameAs?: GatewayParamName;
 }
 
-/** Every parameter, in the spec's order. */
+/** Every parameter, in the spec's order, then the real vendor names. */
 export const GATEWAY_PARAMETERS: readonly GatewayParameter[] = Object.freeze([
   { js: 'apiKey', python: 'api_key', header: 'x-gateway-api-key', kind: 'string' },
   { js: 'provider', python: 'provider', header: 'x-gateway-provider', kind: 'string' },
@@ -114,9 +137,28 @@ export const GATEWAY_PARAMETERS: readonly GatewayParameter[] = Object.freeze([
   { js: 'cloudCSecretAccessKey', python: 'cloud_c_secret_access_key', header: 'x-gateway-cloudC-secret-access-key', kind: 'string' },
   { js: 'cloudCRegion', python: 'cloud_c_region', header: 'x-gateway-cloudC-region', kind: 'string' },
   { js: 'cloudCSessionToken', python: 'cloud_c_session_token', header: 'x-gateway-cloudC-session-token', kind: 'string' },
+  // Real vendor names (the gateway accepts their headers as aliases of the spec's).
+  { js: 'azureResourceName', python: 'azure_resource_name', header: 'x-gateway-azure-resource-name', kind: 'string', sameAs: 'cloudAResourceName' },
+  { js: 'azureDeploymentId', python: 'azure_deployment_id', header: 'x-gateway-azure-deployment-id', kind: 'string', sameAs: 'cloudADeploymentId' },
+  { js: 'azureApiVersion', python: 'azure_api_version', header: 'x-gateway-azure-api-version', kind: 'string', sameAs: 'cloudAApiVersion' },
+  { js: 'azureModelName', python: 'azure_model_name', header: 'x-gateway-azure-model-name', kind: 'string', sameAs: 'cloudAModelName' },
+  { js: 'vertexProjectId', python: 'vertex_project_id', header: 'x-gateway-vertex-project-id', kind: 'string', sameAs: 'cloudBProjectId' },
+  { js: 'vertexRegion', python: 'vertex_region', header: 'x-gateway-vertex-region', kind: 'string', sameAs: 'cloudBRegion' },
+  { js: 'awsAccessKeyId', python: 'aws_access_key_id', header: 'x-gateway-aws-access-key-id', kind: 'string', sameAs: 'cloudCAccessKeyId' },
+  { js: 'awsSecretAccessKey', python: 'aws_secret_access_key', header: 'x-gateway-aws-secret-access-key', kind: 'string', sameAs: 'cloudCSecretAccessKey' },
+  { js: 'awsRegion', python: 'aws_region', header: 'x-gateway-aws-region', kind: 'string', sameAs: 'cloudCRegion' },
+  { js: 'awsSessionToken', python: 'aws_session_token', header: 'x-gateway-aws-session-token', kind: 'string', sameAs: 'cloudCSessionToken' },
 ] as const satisfies readonly GatewayParameter[]);
 
 const BY_NAME: ReadonlyMap<string, GatewayParameter> = new Map(GATEWAY_PARAMETERS.map((parameter) => [parameter.js, parameter]));
+
+/** A real vendor name and the spec's name for the same setting, each to the other. */
+export const SAME_SETTING: ReadonlyMap<string, GatewayParameter> = new Map(
+  GATEWAY_PARAMETERS.flatMap((parameter) => {
+    const spec = parameter.sameAs === undefined ? undefined : BY_NAME.get(parameter.sameAs);
+    return spec === undefined ? [] : [[parameter.js, spec], [spec.js, parameter]] as Array<[string, GatewayParameter]>;
+  }),
+);
 
 /** Thrown for a bad parameter or a missing gateway API key, before any request is sent. */
 export class GatewayClientError extends Error {
@@ -146,6 +188,13 @@ export function nullableHeaders(params: GatewayParams): Record<string, string | 
     const parameter = BY_NAME.get(name);
     if (parameter === undefined) throw new GatewayClientError(unknownParameterMessage(name));
     if (value === undefined) continue;
+    const other = SAME_SETTING.get(name);
+    if (other !== undefined) {
+      const otherValue = (params as Record<string, unknown>)[other.js];
+      if (isSet(value) && isSet(otherValue)) throw new GatewayClientError(`${name} and ${other.js} name the same setting: pass one of them.`);
+      // The value replaces a client default sent under the other name.
+      if (!isSet(otherValue)) headers[other.header] = null;
+    }
     if (value === null || value === '') {
       if (value === null) headers[parameter.header] = null;
       continue;
@@ -194,6 +243,10 @@ function encode(parameter: GatewayParameter, value: unknown): string {
       }
       return encodeJson(value);
   }
+}
+
+function isSet(value: unknown): boolean {
+  return value !== undefined && value !== null && value !== '';
 }
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;

@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Mapping, Optional
 
-from ._headers import GatewayClientError, GatewayError, create_headers
+from ._headers import SAME_SETTING, GatewayClientError, GatewayError, create_headers
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8787/v1"
 """Where ``npm start`` serves the gateway."""
@@ -87,6 +87,11 @@ class Gateway:
             "default_headers": self._default_headers,
             **self._params,
         }
+        # A setting given under its other name (aws_region / cloud_c_region…) replaces the old one.
+        for name in overrides:
+            other = SAME_SETTING.get(name)
+            if other is not None and other.python not in overrides:
+                settings.pop(other.python, None)
         settings.update(overrides)
         return type(self)(**settings)
 

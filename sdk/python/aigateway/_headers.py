@@ -29,6 +29,8 @@ class Parameter(NamedTuple):
     header: str
     """The header it becomes, spelt as in the spec."""
     kind: str
+    same_as: Optional[str] = None
+    """For a real vendor name (``azure_resource_name``): the spec's name for the same setting."""
 
 
 PARAMETERS: Tuple[Parameter, ...] = (
@@ -54,10 +56,27 @@ PARAMETERS: Tuple[Parameter, ...] = (
     Parameter("cloud_c_secret_access_key", "cloudCSecretAccessKey", "x-gateway-cloudC-secret-access-key", "string"),
     Parameter("cloud_c_region", "cloudCRegion", "x-gateway-cloudC-region", "string"),
     Parameter("cloud_c_session_token", "cloudCSessionToken", "x-gateway-cloudC-session-token", "string"),
+    # Real vendor names (the gateway accepts their headers as aliases of the spec's).
+    Parameter("azure_resource_name", "azureResourceName", "x-gateway-azure-resource-name", "string", "cloud_a_resource_name"),
+    Parameter("azure_deployment_id", "azureDeploymentId", "x-gateway-azure-deployment-id", "string", "cloud_a_deployment_id"),
+    Parameter("azure_api_version", "azureApiVersion", "x-gateway-azure-api-version", "string", "cloud_a_api_version"),
+    Parameter("azure_model_name", "azureModelName", "x-gateway-azure-model-name", "string", "cloud_a_model_name"),
+    Parameter("vertex_project_id", "vertexProjectId", "x-gateway-vertex-project-id", "string", "cloud_b_project_id"),
+    Parameter("vertex_region", "vertexRegion", "x-gateway-vertex-region", "string", "cloud_b_region"),
+    Parameter("aws_access_key_id", "awsAccessKeyId", "x-gateway-aws-access-key-id", "string", "cloud_c_access_key_id"),
+    Parameter("aws_secret_access_key", "awsSecretAccessKey", "x-gateway-aws-secret-access-key", "string", "cloud_c_secret_access_key"),
+    Parameter("aws_region", "awsRegion", "x-gateway-aws-region", "string", "cloud_c_region"),
+    Parameter("aws_session_token", "awsSessionToken", "x-gateway-aws-session-token", "string", "cloud_c_session_token"),
 )
-"""Every parameter, in the spec's order."""
+"""Every parameter, in the spec's order, then the real vendor names."""
 
 _BY_NAME: Dict[str, Parameter] = {parameter.python: parameter for parameter in PARAMETERS}
+SAME_SETTING: Dict[str, Parameter] = {}
+"""A real vendor name and the spec's name for the same setting, each to the other."""
+for _parameter in PARAMETERS:
+    if _parameter.same_as is not None:
+        SAME_SETTING[_parameter.python] = _BY_NAME[_parameter.same_as]
+        SAME_SETTING[_parameter.same_as] = _parameter
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _PRINTABLE_ASCII = re.compile(r"^[\t\x20-\x7e]*$")
 _BEARER = re.compile(r"^bearer\s", re.IGNORECASE)
@@ -74,6 +93,9 @@ def create_headers(**params: Any) -> Dict[str, str]:
         parameter = _BY_NAME.get(name)
         if parameter is None:
             raise GatewayClientError(_unknown_parameter_message(name))
+        other = SAME_SETTING.get(name)
+        if other is not None and _is_set(value) and _is_set(params.get(other.python)):
+            raise GatewayClientError(f"{name} and {other.python} name the same setting: pass one of them.")
         if value is None or (isinstance(value, str) and value == ""):
             continue
         text = _encode(parameter, value)
@@ -84,6 +106,10 @@ def create_headers(**params: Any) -> Dict[str, str]:
             )
         headers[parameter.header] = text
     return headers
+
+
+def _is_set(value: Any) -> bool:
+    return value is not None and not (isinstance(value, str) and value == "")
 
 
 def _encode(parameter: Parameter, value: Any) -> str:

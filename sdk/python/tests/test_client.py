@@ -150,6 +150,12 @@ class GatewayConstructionTest(unittest.TestCase):
         self.assertEqual(child.base_url, "http://gw/v1")
         self.assertEqual(base.headers["x-gateway-trace-id"], "t-1")
 
+    def test_with_options_a_real_vendor_name_replaces_the_spec_name_for_the_same_setting(self) -> None:
+        base = Gateway(api_key=KEY, base_url="http://gw/v1", cloud_c_region="us-east-1")
+        child = base.with_options(aws_region="eu-west-1")
+        self.assertEqual(child.headers, {"x-gateway-api-key": KEY, "x-gateway-aws-region": "eu-west-1"})
+        self.assertEqual(base.headers["x-gateway-cloudC-region"], "us-east-1")
+
     def test_request_headers_for_one_call(self) -> None:
         gateway = Gateway(api_key=KEY)
         self.assertEqual(

@@ -37,13 +37,23 @@ class CreateHeadersTest(unittest.TestCase):
 
     def test_all_parameters_at_once(self) -> None:
         params, expected = {}, {}
+        real_names = {pair["python"] for pair in FIXTURE["same_setting"]}
         for case in FIXTURE["cases"]:
-            if case["python"] not in params:
+            if case["python"] not in params and case["python"] not in real_names:
                 params[case["python"]] = case["value"]
                 expected[case["header"]] = case["expected"]
         headers = create_headers(**params)
         self.assertEqual(headers, expected)
-        self.assertEqual(len(headers), len(PARAMETERS))
+        self.assertEqual(len(headers), len(PARAMETERS) - len(real_names))
+
+    def test_a_real_vendor_name_and_the_spec_name_for_one_setting_are_not_both_accepted(self) -> None:
+        for pair in FIXTURE["same_setting"]:
+            with self.subTest(pair["python"]):
+                with self.assertRaises(GatewayClientError) as caught:
+                    create_headers(**{pair["python"]: "a", pair["spec_python"]: "b"})
+                self.assertEqual(
+                    str(caught.exception), f'{pair["python"]} and {pair["spec_python"]} name the same setting: pass one of them.'
+                )
 
     def test_none_and_empty_values_leave_the_header_out(self) -> None:
         for case in FIXTURE["omitted"]:

@@ -19,6 +19,7 @@ import type { RateLimitCounterStore } from './ratelimit/counter-store.ts';
 import { MemoryCounterStore } from './ratelimit/memory-counter-store.ts';
 import { FilePolicyStore, type PolicyStore } from './ratelimit/policy-store.ts';
 import { RateLimiter, type FailMode } from './ratelimit/rate-limiter.ts';
+import type { RateLimitPolicy } from './ratelimit/policy-schema.ts';
 import { BudgetEnforcer } from './budgets/budget-enforcer.ts';
 import { MemoryBudgetStore, type BudgetStore } from './budgets/budget-store.ts';
 import { FileUsageLimitStore, type UsageLimitStore } from './budgets/usage-limit-store.ts';
@@ -147,6 +148,10 @@ export interface GatewayHost extends ControlPlaneHost {
   readonly metrics: GatewayMetrics;
   /** The upstream agent (keep-alive pools per origin). */
   readonly dispatcher: Dispatcher;
+  /** Rate-limit enforcement, for routes that count calls (files, batches). */
+  readonly rateLimiter: RateLimiter;
+  /** Policies created through the API (the state file's come with the snapshot). */
+  readonly dynamicPolicies: () => readonly RateLimitPolicy[];
   /**
    * Runs a request through this gateway's own pipeline in-process (auth, routing, retries,
    * rate limits…), e.g. for gateway-managed batches. Available once the server is built.
@@ -236,6 +241,8 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     logger,
     metrics,
     dispatcher,
+    rateLimiter,
+    dynamicPolicies: () => policyStore.snapshot(),
     inject: (request) => {
       if (injector === undefined) return Promise.reject(new Error('gateway is not built yet'));
       return injector(request);

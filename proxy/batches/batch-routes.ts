@@ -10,6 +10,8 @@ import { isGatewayBatchId, newGatewayBatchId, toBatchObject, type BatchStore } f
 import { mergeLists } from './merged-list.ts';
 import { callProvider, forwardingTarget, optionalForwardingTarget, readProviderJson, relayProviderAnswer } from './provider-forwarding.ts';
 import { parseListQuery } from './request-validation.ts';
+import { admitCall } from './route-policies.ts';
+import type { PolicyRuntime } from '../endpoints/policy-admission.ts';
 
 // /v1/batches. completion_window "immediate" → a gateway-managed batch (gwbatch-…) run by
 // the gateway's own pipeline; "24h" → the provider's batch API. Reads and cancels of
@@ -25,6 +27,8 @@ export interface BatchRouteDeps {
   /** Nudges the worker after a create or cancel. */
   readonly wake: () => void;
   readonly now: () => number;
+  /** Rate limits: every call is counted (route-policies.ts); undefined counts nothing. */
+  readonly policies?: PolicyRuntime;
 }
 
 const SCOPE = { gatewayScope: 'inference' } as const;
@@ -52,6 +56,7 @@ export function registerBatchRoutes(app: FastifyInstance, deps: BatchRouteDeps):
     const query = parseListQuery(request.query, BATCH_LIST_RULES);
     const workspace = workspaceOf(request);
     const target = query.after !== undefined && !isGatewayBatchId(query.after) ? forwardingTarget(request, '/v1/batches') : optionalForwardingTarget(request, '/v1/batches');
+    await admitCall(deps.policies, request, target?.provider);
     const list = await mergeLists({
       query,
       isGatewayId: isGatewayBatchId,
@@ -71,8 +76,12 @@ export function registerBatchRoutes(app: FastifyInstance, deps: BatchRouteDeps):
 
   app.get<{ Params: { id: string } }>('/v1/batches/:id', { config: SCOPE }, async (request, reply) => {
     const { id } = request.params;
-    if (isGatewayBatchId(id)) return reply.send(toBatchObject(await requireBatch(deps, request, id)));
+    if (isGatewayBatchId(id)) {
+      await admitCall(deps.policies, request, undefined);
+      return reply.send(toBatchObject(await requireBatch(deps, request, id)));
+    }
     const target = forwardingTarget(request, '/v1/batches/{batch_id}');
+    await admitCall(deps.policies, request, target.provider);
     return relayProviderAnswer(reply, target, await callProvider(deps.dispatcher, target, { method: 'GET', path: `batches/${encodeURIComponent(id)}` }));
   });
 
@@ -80,9 +89,11 @@ export function registerBatchRoutes(app: FastifyInstance, deps: BatchRouteDeps):
     const { id } = request.params;
     if (!isGatewayBatchId(id)) {
       const target = forwardingTarget(request, '/v1/batches/{batch_id}/cancel');
+      await admitCall(deps.policies, request, target.provider);
       const answer = await callProvider(deps.dispatcher, target, { method: 'POST', path: `batches/${encodeURIComponent(id)}/cancel` });
       return relayProviderAnswer(reply, target, answer);
     }
+    await admitCall(deps.policies, request, undefined);
     const result = await deps.batches.cancel(workspaceOf(request), id, deps.now());
     if (result.kind === 'not-found') throw batchNotFound(id);
     if (result.kind === 'not-cancellable') {
@@ -107,6 +118,7 @@ async function createBatch(deps: BatchRouteDeps, request: FastifyRequest, reply:
       );
     }
     const target = forwardingTarget(request, '/v1/batches');
+    await admitCall(deps.policies, request, target.provider);
     const answer = await callProvider(deps.dispatcher, target, {
       method: 'POST',
       path: 'batches',
@@ -118,6 +130,7 @@ async function createBatch(deps: BatchRouteDeps, request: FastifyRequest, reply:
   // Gateway-managed: the lines will run with this request's headers, so they must route now.
   const selection = selectRoute(request.headers, request.gateway.state, { apiKey: request.gateway.apiKey, model: undefined });
   request.gateway.configId = selection.configId;
+  await admitCall(deps.policies, request, undefined);
   if (!isGatewayFileId(body.inputFileId)) {
     throw new GatewayError(
       'AIGW_ERR_INVALID_BODY',

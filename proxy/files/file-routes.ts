@@ -7,6 +7,8 @@ import { workspaceOf } from '../batches/batch-routes.ts';
 import { mergeLists } from '../batches/merged-list.ts';
 import { callProvider, forwardingTarget, optionalForwardingTarget, readProviderJson, relayProviderAnswer } from '../batches/provider-forwarding.ts';
 import { invalid, optionalQueryString, parseListQuery } from '../batches/request-validation.ts';
+import { admitCall } from '../batches/route-policies.ts';
+import type { PolicyRuntime } from '../endpoints/policy-admission.ts';
 import { isGatewayFileId, toFileObject, type FileStore } from './file-store.ts';
 import { storeGatewayUpload } from './gateway-file-upload.ts';
 
@@ -25,6 +27,8 @@ export interface FileRouteDeps {
   readonly dispatcher: Dispatcher;
   readonly now: () => number;
   readonly maxFileBytes: number;
+  /** Rate limits: every call is counted (route-policies.ts); undefined counts nothing. */
+  readonly policies?: PolicyRuntime;
 }
 
 const SCOPE = { gatewayScope: 'inference' } as const;
@@ -42,6 +46,7 @@ export function registerFileRoutes(app: FastifyInstance, deps: FileRouteDeps): v
     const providerCursor = query.after !== undefined && !isGatewayFileId(query.after);
     const target = gatewayOnly ? undefined : providerCursor ? forwardingTarget(request, '/v1/files') : optionalForwardingTarget(request, '/v1/files');
     const workspace = workspaceOf(request);
+    await admitCall(deps.policies, request, target?.provider);
     const list = await mergeLists({
       query,
       isGatewayId: isGatewayFileId,
@@ -65,13 +70,17 @@ export function registerFileRoutes(app: FastifyInstance, deps: FileRouteDeps): v
 
   app.get<{ Params: { id: string } }>('/v1/files/:id', { config: SCOPE }, async (request, reply) => {
     const { id } = request.params;
-    if (isGatewayFileId(id)) return reply.send(toFileObject(await requireFile(deps, request, id)));
+    if (isGatewayFileId(id)) {
+      await admitCall(deps.policies, request, undefined);
+      return reply.send(toFileObject(await requireFile(deps, request, id)));
+    }
     return forward(deps, request, reply, 'GET', `files/${encodeURIComponent(id)}`, '/v1/files/{file_id}');
   });
 
   app.get<{ Params: { id: string } }>('/v1/files/:id/content', { config: SCOPE }, async (request, reply) => {
     const { id } = request.params;
     if (!isGatewayFileId(id)) return forward(deps, request, reply, 'GET', `files/${encodeURIComponent(id)}/content`, '/v1/files/{file_id}/content');
+    await admitCall(deps.policies, request, undefined);
     const file = await requireFile(deps, request, id);
     reply.header('content-type', 'application/octet-stream');
     reply.header('content-length', String(file.bytes));
@@ -82,6 +91,7 @@ export function registerFileRoutes(app: FastifyInstance, deps: FileRouteDeps): v
   app.delete<{ Params: { id: string } }>('/v1/files/:id', { config: SCOPE }, async (request, reply) => {
     const { id } = request.params;
     if (!isGatewayFileId(id)) return forward(deps, request, reply, 'DELETE', `files/${encodeURIComponent(id)}`, '/v1/files/{file_id}');
+    await admitCall(deps.policies, request, undefined);
     if (!(await deps.files.delete(workspaceOf(request), id))) throw fileNotFound(id);
     return reply.send({ id, object: 'file', deleted: true });
   });
@@ -93,6 +103,7 @@ async function uploadFile(deps: FileRouteDeps, request: FastifyRequest, reply: F
     throw new GatewayError('AIGW_ERR_UNSUPPORTED_MEDIA_TYPE', 'File uploads are multipart/form-data (fields file and purpose).', { param: 'content-type' });
   }
   if (storage(request) === 'gateway') {
+    await admitCall(deps.policies, request, undefined);
     const file = await storeGatewayUpload(deps.files, {
       body: request.raw,
       contentType,
@@ -103,6 +114,7 @@ async function uploadFile(deps: FileRouteDeps, request: FastifyRequest, reply: F
     return reply.send(toFileObject(file));
   }
   const target = forwardingTarget(request, '/v1/files');
+  await admitCall(deps.policies, request, target.provider);
   const headers: Record<string, string> = { 'content-type': contentType };
   const length = headerValue(request.headers['content-length']);
   if (length !== undefined) headers['content-length'] = length;
@@ -120,6 +132,7 @@ async function forward(
   route: string,
 ): Promise<FastifyReply> {
   const target = forwardingTarget(request, route);
+  await admitCall(deps.policies, request, target.provider);
   return relayProviderAnswer(reply, target, await callProvider(deps.dispatcher, target, { method, path }));
 }
 

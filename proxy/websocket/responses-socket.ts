@@ -24,11 +24,15 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 const MAX_BAD_FRAMES = 16;
 /** Cached input and output of the last store:false response, most (serialised JSON length). */
 const MAX_CACHED_CHARS = 8 * 1024 * 1024;
+/** What all connections of the process may hold cached together; past it a continuation is not cached. */
+const MAX_CACHED_CHARS_TOTAL = 256 * 1024 * 1024;
+let cachedCharsTotal = 0;
 
 interface CachedResponse {
   readonly id: string;
   /** The input items the provider got, then its output items. */
   readonly items: readonly unknown[];
+  readonly chars: number;
 }
 
 export class ResponsesSession implements Session {
@@ -54,6 +58,7 @@ export class ResponsesSession implements Session {
       clearTimeout(lifetime);
       if (this.#idle !== undefined) clearTimeout(this.#idle);
       this.#turn?.abort();
+      this.#forget();
     });
   }
 
@@ -158,14 +163,21 @@ export class ResponsesSession implements Session {
   }
 
   #remember(response: Record<string, unknown>, input: unknown): void {
+    this.#forget();
     const id = response['id'];
     const output = response['output'];
-    if (typeof id !== 'string' || !Array.isArray(output)) {
-      this.#cached = undefined;
-      return;
-    }
+    if (typeof id !== 'string' || !Array.isArray(output)) return;
     const items = [...inputItems(input), ...output];
-    this.#cached = JSON.stringify(items).length <= MAX_CACHED_CHARS ? { id, items } : undefined;
+    const chars = JSON.stringify(items).length;
+    // Too large, or the process holds enough: the next continuation is previous_response_not_found.
+    if (chars > MAX_CACHED_CHARS || cachedCharsTotal + chars > MAX_CACHED_CHARS_TOTAL) return;
+    cachedCharsTotal += chars;
+    this.#cached = { id, items, chars };
+  }
+
+  #forget(): void {
+    if (this.#cached !== undefined) cachedCharsTotal -= this.#cached.chars;
+    this.#cached = undefined;
   }
 
   /** Relays each SSE event's JSON as one text frame; returns the completed response when asked to keep it. */

@@ -83,7 +83,7 @@ export class Gateway extends OpenAI {
   override withOptions(options: GatewayOptions | Partial<ClientOptions>): this {
     const Client = this.constructor as new (options: GatewayOptions) => this;
     const merged: Record<string, unknown> = { ...this.#options, ...(options as GatewayOptions) };
-    // A setting given under its other name (azureRegion / cloudCRegion…) replaces the old one.
+    // A setting given under its other name (awsRegion / cloudCRegion…) replaces the old one.
     for (const name of Object.keys(options)) {
       const other = SAME_SETTING.get(name);
       if (other !== undefined && !(other.js in options)) delete merged[other.js];

@@ -22,7 +22,7 @@ export interface GatewayConfig {
   retry?: { attempts?: number; on_status_codes?: number[]; use_retry_after_headers?: boolean };
   prompt_id?: string;
   forward_headers?: string[];
-  /** Every other key of the spec's Config object (cache, cb_config, cloudA_*, hooks, …). */
+  /** Every other key of the spec's Config object (cache, cb_config, azure_*, hooks, …). */
   [key: string]: unknown;
 }
 

@@ -148,7 +148,8 @@ const upgradeResponses = new WeakMap<FastifyRequest, ServerResponse>();
  * key and what it routes to, a session counted as one request.
  */
 async function admit(deps: WebSocketDeps, registry: SocketRegistry, request: FastifyRequest, response: ServerResponse, kind: 'responses' | 'realtime'): Promise<void> {
-  if (!request.ws) return; // a plain GET: @fastify/websocket answers it with a 404
+  // A plain GET (no upgrade): the same 404 in the OpenAI shape as any unknown route.
+  if (!request.ws) throw new GatewayError('AIGW_ERR_NOT_FOUND', `Unknown route: GET ${request.url.split('?')[0]} (it takes WebSocket upgrades only).`);
   const context = request.gateway;
   const release = registry.reserve(context.apiKey?.id);
   try {

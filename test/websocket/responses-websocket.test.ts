@@ -124,6 +124,9 @@ describe('Responses WebSocket mode', () => {
     const unknownConfig = await connect(url(), { headers: { 'x-gateway-api-key': TEST_GATEWAY_KEY, 'x-gateway-config': 'no-such-config' } });
     assert.ok(isRefusal(unknownConfig));
     assert.equal(unknownConfig.status, 404);
+    const plain = await fetch(`${harness.gateway.url}/responses`, { headers: { authorization: `Bearer ${TEST_GATEWAY_KEY}` } });
+    assert.equal(plain.status, 404, 'a GET without an upgrade is an ordinary 404');
+    assert.equal(((await plain.json()) as { error: { code: string } }).error.code, 'AIGW_ERR_NOT_FOUND');
     const browser = await connect(url() + '?model=gpt-4.1', { protocols: ['realtime', `openai-insecure-api-key.${TEST_GATEWAY_KEY}`], headers: { 'x-gateway-config': 'saved-mock' } });
     assert.ok(!isRefusal(browser));
     assert.equal(browser.protocol, 'realtime', 'the key is never echoed as the chosen subprotocol');

@@ -127,6 +127,8 @@ try {
   // 2. Sustained rate through the writer: lag = commit time - time the record was handed over.
   const handedAt = new Map<string, number>();
   const lags: number[] = [];
+  // Lag per minute of the run (by hand-over time): does the writer fall behind as the table grows?
+  const lagsByMinute: number[][] = [];
   let maxQueued = 0;
   const timedStore = {
     insertMany: async (records: readonly RequestRecord[]) => {
@@ -136,6 +138,7 @@ try {
         const at = handedAt.get(r.id);
         if (at !== undefined) {
           lags.push(now - at);
+          (lagsByMinute[Math.floor((at - started) / 60_000)] ??= []).push(now - at);
           handedAt.delete(r.id);
         }
       }
@@ -181,6 +184,10 @@ try {
     lagMsP50: Math.round(percentile(lags, 50)),
     lagMsP99: Math.round(percentile(lags, 99)),
     lagMsMax: Math.round(lags.at(-1) ?? Number.NaN),
+    lagMsByMinute: lagsByMinute.map((minute) => {
+      minute.sort((a, b) => a - b);
+      return { p50: Math.round(percentile(minute, 50)), p99: Math.round(percentile(minute, 99)) };
+    }),
   };
 
   // 3. Size on disk: table, its partitions and every index, per row.

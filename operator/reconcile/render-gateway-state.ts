@@ -20,6 +20,8 @@ import {
   RateLimitPolicySpecSchema,
   UsageLimitPolicySpecSchema,
   ModelPriceSpecSchema,
+  parseWorkspacesAnnotation,
+  WORKSPACES_ANNOTATION,
   type KindName,
 } from './resource-schemas.ts';
 import type { CustomResource, DesiredCondition, GatewayResources, RenderedStatus, SecretResource } from './resource-types.ts';
@@ -37,7 +39,7 @@ export const LAST_UPDATED_ANNOTATION = 'aigateway.dev/last-updated-at';
 export interface RenderedStateDocument {
   apiKeys: Array<z.input<typeof ApiKeyEntrySchema>>;
   providers: Array<z.input<typeof ProviderEntrySchema>>;
-  configs: Array<{ id: string; config: unknown }>;
+  configs: Array<{ id: string; config: unknown; workspaces?: string[] }>;
   prompts: Array<z.input<typeof PromptEntrySchema>>;
   guardrails: Array<{ id: string; [key: string]: unknown }>;
   /** Providers configs name that are missing or not ready: those targets are skipped, the rest serve. */
@@ -222,6 +224,10 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
       ...references.promptIds.filter((id) => !renderedPrompts.has(id)).map((id): [string, string] => ['PromptNotFound', `prompt "${id}"`]),
       ...missingGuardrails.map((id): [string, string] => ['GuardrailNotFound', `guardrail "${id}"`]),
     ];
+    // The spec is the routing config; a limit to workspaces rides on an annotation.
+    const annotation = resource.metadata.annotations?.[WORKSPACES_ANNOTATION];
+    const limit = annotation === undefined ? undefined : parseWorkspacesAnnotation(annotation);
+    if (accepted.ok && limit !== undefined && !limit.ok) accepted = fail('InvalidWorkspaces', limit.message);
     const rendered = accepted.ok && missingGuardrails.length === 0;
     const firstMissing = missing[0];
     const consequence = rendered
@@ -231,7 +237,7 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
       firstMissing === undefined ? OK : fail(firstMissing[0], `Not found or not ready: ${missing.map(([, what]) => what).join(', ')}. ${consequence}`);
     // Served even with unresolved providers: the other targets (e.g. a fallback) keep working.
     if (rendered) {
-      state.configs.push({ id: resource.metadata.name, config: resource.spec });
+      state.configs.push({ id: resource.metadata.name, config: resource.spec, ...(limit?.ok === true ? { workspaces: limit.workspaces } : {}) });
       for (const name of [...missingSlugs, ...missingKeys]) unavailableProviders.add(name);
     }
     report('GatewayConfig', resource, accepted, resolved, rendered);

@@ -52,6 +52,33 @@ export const ROUTING_CREDENTIAL_KEYS: readonly string[] = Object.freeze([
 /** GatewayConfig: the spec is the gateway's routing Config object itself. */
 export const GatewayConfigSpecSchema = RoutingConfigSchema;
 
+/**
+ * Limits a GatewayConfig to workspaces ("team-a,team-b"). An annotation, because the spec is
+ * the routing config itself and has no room for it; rendered into the saved config's `workspaces`.
+ */
+export const WORKSPACES_ANNOTATION = `${API_GROUP}/workspaces`;
+export const MAX_ANNOTATED_WORKSPACES = 64;
+const WORKSPACE_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
+
+/**
+ * Parses the workspaces annotation: comma-separated names (letters, digits, ".", "_", "-";
+ * at most 63 each), at least one, at most MAX_ANNOTATED_WORKSPACES; duplicates collapse.
+ *
+ * @example parseWorkspacesAnnotation('team-a, team-b') // { ok: true, workspaces: ['team-a', 'team-b'] }
+ */
+export function parseWorkspacesAnnotation(value: string): { ok: true; workspaces: string[] } | { ok: false; message: string } {
+  const names = value.split(',').map((name) => name.trim());
+  if (names.length > MAX_ANNOTATED_WORKSPACES) {
+    return { ok: false, message: `${WORKSPACES_ANNOTATION} lists ${names.length} workspaces; at most ${MAX_ANNOTATED_WORKSPACES}.` };
+  }
+  const bad = names.find((name) => !WORKSPACE_NAME.test(name));
+  if (bad !== undefined) {
+    const shown = JSON.stringify(bad.length > 80 ? `${bad.slice(0, 80)}…` : bad);
+    return { ok: false, message: `${WORKSPACES_ANNOTATION}: ${shown} is not a workspace name (comma-separated names of letters, digits, ".", "_", "-"; at most 63 each, none empty).` };
+  }
+  return { ok: true, workspaces: [...new Set(names)] };
+}
+
 /** Provider options that are credentials; they belong in a Secret, never in a CR. */
 export const PROVIDER_OPTION_CREDENTIAL_KEYS: readonly string[] = Object.freeze([
   'secretAccessKey',

@@ -67,7 +67,7 @@ describe('Helm chart', { skip, timeout: 240_000 }, () => {
       'ServiceMonitor',
     ]);
     const withCrds = (await env.helm(['template', RELEASE, CHART, '--include-crds'])).stdout;
-    assert.equal((withCrds.match(/kind: CustomResourceDefinition/g) ?? []).length, 6);
+    assert.equal((withCrds.match(/kind: CustomResourceDefinition/g) ?? []).length, 10);
   });
 
   test('helm install creates every object in the test API server', async () => {

@@ -109,18 +109,27 @@ export class ProgrammedTracker {
     }
   }
 
+  #sliceVersion: 'v1' | 'v1beta1' | undefined;
+
+  #sliceVersions(): ReadonlyArray<'v1' | 'v1beta1'> {
+    return this.#sliceVersion === 'v1beta1' ? ['v1beta1', 'v1'] : ['v1', 'v1beta1'];
+  }
+
   async #ask(): Promise<ServedSnapshot> {
-    let slices: EndpointSliceList;
-    try {
-      slices = await this.#options.client.request<EndpointSliceList>(
-        'GET',
-        `/apis/discovery.k8s.io/v1/namespaces/${this.#options.namespace}/endpointslices?labelSelector=${encodeURIComponent(`kubernetes.io/service-name=${this.#options.serviceName}`)}`,
-        { timeoutMs: 2_000 },
-      );
-    } catch (error) {
-      if (isKubeApiError(error, 404)) return { hash: undefined, replicas: [] };
-      throw error;
+    let slices: EndpointSliceList | undefined;
+    const query = `namespaces/${this.#options.namespace}/endpointslices?labelSelector=${encodeURIComponent(`kubernetes.io/service-name=${this.#options.serviceName}`)}`;
+    // discovery.k8s.io/v1 is served from Kubernetes 1.21; older clusters have the same fields
+    // under v1beta1 (the version that answered is remembered).
+    for (const version of this.#sliceVersions()) {
+      try {
+        slices = await this.#options.client.request<EndpointSliceList>('GET', `/apis/discovery.k8s.io/${version}/${query}`, { timeoutMs: 2_000 });
+        this.#sliceVersion = version;
+        break;
+      } catch (error) {
+        if (!isKubeApiError(error, 404)) throw error;
+      }
     }
+    if (slices === undefined) return { hash: undefined, replicas: [] };
     // A replica may appear in several slices (one per address type or port set): count it once.
     const unique = new Set<string>();
     for (const slice of slices.items ?? []) {

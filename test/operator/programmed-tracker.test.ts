@@ -92,4 +92,32 @@ describe('ProgrammedTracker', () => {
     assert.equal(tracker.snapshot.hash, undefined);
     tracker.stop();
   });
+  test('a cluster that serves EndpointSlices only as discovery.k8s.io/v1beta1 (Kubernetes before 1.21) is read there', async () => {
+    const paths: string[] = [];
+    const client = {
+      async request(method: string, path: string) {
+        paths.push(path);
+        if (path.startsWith('/apis/discovery.k8s.io/v1/')) throw new KubeApiError(404, 'NotFound', 'the server could not find the requested resource');
+        return endpointsOf(['10.0.0.1']);
+      },
+    } as unknown as KubeClient;
+    const tracker = new ProgrammedTracker({
+      client,
+      namespace: 'ns',
+      serviceName: 'proxy',
+      active: () => true,
+      onChange: () => undefined,
+      pendingIntervalMs: 5,
+      settledIntervalMs: 5,
+      fetchHash: async () => 'h1',
+    });
+    tracker.start();
+    tracker.expect('h1');
+    await eventually(() => tracker.snapshot.hash === 'h1', 'served, read from v1beta1');
+    await eventually(() => paths.filter((path) => path.includes('/v1beta1/')).length >= 2, 'asked again');
+    tracker.stop();
+    // Once v1beta1 answered, later rounds go there first.
+    const afterFirst = paths.slice(2);
+    assert.ok(afterFirst.length > 0 && afterFirst.every((path) => path.includes('/v1beta1/')), afterFirst.join(', '));
+  });
 });

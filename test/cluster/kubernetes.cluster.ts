@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -522,51 +523,63 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
     log('helm uninstall: only the CRDs, the custom resources and the user\'s Secrets/mock remain');
   });
 
-  // One history for the deployment: two proxy pods on the bundled PostgreSQL answer /v1/logs and
-  // /v1/analytics/summary alike. Its own release and namespace, after the main one is gone. The
-  // bundled PostgreSQL needs its image on the node (the cluster cannot pull) and a default
-  // StorageClass for its volume; without either the test says so and skips.
-  test('two proxy pods on the bundled PostgreSQL: a request through one is listed and summed up by the other', async (t) => {
-    const pgImage = process.env['AIGW_CLUSTER_POSTGRES_IMAGE'] ?? 'docker.io/library/postgres:17';
-    const work = process.env['WORK'] ?? '/var/tmp/k8s-test-cluster';
-    const images = await run('ctr', ['--address', join(work, 'node', 'containerd.sock'), '--namespace', 'k8s.io', 'images', 'ls', '-q'], { allowFailure: true });
-    if (!images.stdout.split('\n').includes(pgImage)) {
-      t.skip(`${pgImage} is not on the node (set AIGW_CLUSTER_POSTGRES_IMAGE to a loaded PostgreSQL image)`);
-      return;
-    }
-    const classes = await env.kubectl(['get', 'storageclass', '-o', 'jsonpath={.items[*].metadata.annotations.storageclass\\.kubernetes\\.io/is-default-class}'], { allowFailure: true });
-    if (!classes.stdout.includes('true')) {
-      t.skip('no default StorageClass for the bundled PostgreSQL volume');
-      return;
-    }
-    const lastColon = pgImage.lastIndexOf(':');
+  // One history for the deployment: two proxy pods on a shared PostgreSQL (postgresql.existingSecret,
+  // as production runs it) answer /v1/logs and /v1/analytics/summary alike. Its own release and
+  // namespace, after the main one is gone. The node cannot pull a PostgreSQL image, so the pods
+  // reach the machine's PostgreSQL (127.0.0.1:5432, trust) through a forwarder this process opens
+  // on the node IP; the records are told apart from other runs' by a unique trace id.
+  test('two proxy pods on a shared PostgreSQL: a request through one is listed and summed up by the other', async () => {
+    const nodeIp = (await env.kubectl(['get', 'nodes', '-o', 'jsonpath={.items[0].status.addresses[?(@.type=="InternalIP")].address}'])).stdout.trim();
+    assert.match(nodeIp, /^\d+\.\d+\.\d+\.\d+$/, 'the node IP');
+    const sockets = new Set<Socket>();
+    const track = (socket: Socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    };
+    const forwarder = createServer((client) => {
+      const upstream = connect(5432, '127.0.0.1');
+      track(client);
+      track(upstream);
+      client.on('error', () => upstream.destroy());
+      upstream.on('error', () => client.destroy());
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve, reject) => {
+      forwarder.once('error', reject);
+      forwarder.listen(0, nodeIp, () => resolve());
+    });
+    const databaseUrl = `postgres://postgres@${nodeIp}:${(forwarder.address() as AddressInfo).port}/test`;
     const pgNs = `${NS}-pg`;
     const inNs = (...args: string[]) => env.kubectl(['-n', pgNs, ...args]);
-    // A namespace left by an interrupted run goes first.
-    await env.helm(['uninstall', 'pg', '-n', pgNs, '--wait=false'], { allowFailure: true });
-    await env.kubectl(['delete', 'namespace', pgNs, '--wait=true', '--timeout=180s'], { allowFailure: true, timeoutMs: 200_000 });
-    await env.kubectl(['create', 'namespace', pgNs]);
     try {
+      // A namespace left by an interrupted run goes first.
+      await env.helm(['uninstall', 'pg', '-n', pgNs, '--wait=false'], { allowFailure: true });
+      await env.kubectl(['delete', 'namespace', pgNs, '--wait=true', '--timeout=180s'], { allowFailure: true, timeoutMs: 200_000 });
+      await env.kubectl(['create', 'namespace', pgNs]);
+      await inNs('create', 'secret', 'generic', 'aigateway-postgresql', `--from-literal=url=${databaseUrl}`);
       await env.helm(
         [
-          'install', 'pg', CHART, '-n', pgNs, '--wait', '--timeout', '300s',
+          'install', 'pg', CHART, '-n', pgNs, '--wait', '--timeout', '180s',
           '--set', `image.repository=${REPOSITORY}`, '--set', `image.tag=${TAG_2}`, '--set', 'image.pullPolicy=Never',
-          '--set', 'state.egressAllow={*.svc.cluster.local}', '--set', 'proxy.replicaCount=2', '--set', 'postgresql.bundled.enabled=true',
-          '--set', `postgresql.bundled.image.repository=${pgImage.slice(0, lastColon)}`, '--set', `postgresql.bundled.image.tag=${pgImage.slice(lastColon + 1)}`,
-          '--set', 'postgresql.bundled.image.pullPolicy=Never',
+          '--set', 'state.egressAllow={*.svc.cluster.local}', '--set', 'proxy.replicaCount=2',
+          '--set', 'postgresql.existingSecret=aigateway-postgresql', '--set', 'postgresql.key=url',
+          // The forwarder listens on the node IP, outside any policy's reach.
+          '--set', 'networkPolicy.enabled=false',
         ],
-        { timeoutMs: 320_000 },
+        { timeoutMs: 200_000 },
       );
+      const args = (await inNs('get', 'deployment', 'pg-aigateway-proxy', '-o', 'jsonpath={.spec.template.spec.containers[0].args}')).stdout;
+      assert.match(args, /--log-store=postgres/, 'the proxy keeps its request log on PostgreSQL');
       await inNs('create', 'secret', 'generic', 'mock-key', `--from-literal=apiKey=${providerKey}`);
       await inNs('label', 'secret', 'mock-key', 'aigateway.dev/credential=provider');
-      await inNs('create', 'secret', 'generic', 'gateway-keys', `--from-literal=platform-admin=${gatewayKey}`);
+      await inNs('create', 'secret', 'generic', 'gateway-keys', `--from-literal=org-admin=${gatewayKey}`);
       await inNs('label', 'secret', 'gateway-keys', 'aigateway.dev/credential=gateway-key');
       await env.kubectl(['-n', pgNs, 'apply', '-f', '-'], {
         input: `
 apiVersion: aigateway.dev/v1alpha1
 kind: GatewayAPIKey
-metadata: { name: platform-admin }
-spec: { workspace: default, scopes: [inference, admin], keySecretRef: { name: gateway-keys, key: platform-admin } }
+metadata: { name: org-admin }
+spec: { workspace: default, scopes: [inference, org_admin], keySecretRef: { name: gateway-keys, key: org-admin } }
 ---
 apiVersion: aigateway.dev/v1alpha1
 kind: Provider
@@ -581,10 +594,13 @@ spec: { provider: "@mock" }
       });
       await inNs('wait', '--for=condition=Programmed', 'gatewayconfig/shared', '--timeout=120s');
       const ips = await eventually(async () => {
-        const out = await inNs('get', 'pods', '-l', 'app.kubernetes.io/instance=pg,app.kubernetes.io/component=proxy', '-o', 'jsonpath={.items[*].status.podIP}');
-        const found = out.stdout.split(/\s+/).filter((ip) => ip !== '');
-        return found.length === 2 ? found : undefined;
-      }, 'two proxy pod IPs', { timeoutMs: 60_000, intervalMs: 500 });
+        const out = await inNs(
+          'get', 'pods', '-l', 'app.kubernetes.io/instance=pg,app.kubernetes.io/component=proxy',
+          '-o', 'jsonpath={range .items[*]}{.metadata.deletionTimestamp}|{.status.conditions[?(@.type=="Ready")].status}|{.status.podIP}{"\\n"}{end}',
+        );
+        const lines = out.stdout.split('\n').filter((line) => line !== '');
+        return lines.length === 2 && lines.every((line) => line.startsWith('|True|')) ? lines.map((line) => line.slice('|True|'.length)) : undefined;
+      }, 'two proxy pods Ready', { timeoutMs: 120_000, intervalMs: 500 });
       const [first, second] = ips as [string, string];
       const trace = `cluster-pg-${randomBytes(6).toString('hex')}`;
       const headers = { 'content-type': 'application/json', 'x-gateway-api-key': gatewayKey };
@@ -595,28 +611,37 @@ spec: { provider: "@mock" }
           dispatcher: direct,
           headers: { ...headers, 'x-gateway-config': 'shared', 'x-gateway-trace-id': trace, 'x-gateway-metadata': JSON.stringify({ trace }) },
           body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'hello' }] }),
+          headersTimeout: 10_000,
+          bodyTimeout: 10_000,
         });
         await response.body.text();
         return response.statusCode === 200 ? true : undefined;
-      }, 'a request through the first pod', { timeoutMs: 30_000, intervalMs: 500 });
+      }, 'a request through the first pod', { timeoutMs: 60_000, intervalMs: 500 });
       const read = async (ip: string, path: string): Promise<Record<string, unknown>> => {
-        const response = await request(`http://${ip}:8787/v1${path}`, { dispatcher: direct, headers });
+        const response = await request(`http://${ip}:8787/v1${path}`, { dispatcher: direct, headers, headersTimeout: 10_000, bodyTimeout: 10_000 });
         const text = await response.body.text();
         assert.equal(response.statusCode, 200, text);
         return JSON.parse(text) as Record<string, unknown>;
       };
-      // The first request may have been retried: each try is its own record under the trace id.
+      // Only this run's records carry the trace id; each retried try is its own record.
       const listed = await eventually(async () => {
-        const data = (await read(second, `/logs?trace_id=${trace}&status=200`))['data'] as unknown[];
+        const data = (await read(second, `/logs?trace_id=${trace}&status=200`))['data'] as Array<Record<string, unknown>>;
         return data.length >= 1 ? data : undefined;
       }, "the second pod to list the first pod's request", { timeoutMs: 30_000, intervalMs: 500 });
+      assert.ok(listed.every((record) => record['trace_id'] === trace), JSON.stringify(listed));
       assert.deepEqual((await read(first, `/logs?trace_id=${trace}&status=200`))['data'], listed);
       const summaryPath = `/analytics/summary?metadata.trace=${trace}`;
-      assert.deepEqual((await read(second, summaryPath))['total'], (await read(first, summaryPath))['total']);
-      log(`bundled PostgreSQL: a request through ${first} listed by ${second}; /v1/analytics/summary alike on both`);
+      const summed = (await read(second, summaryPath))['total'] as { requests: number };
+      assert.ok(summed.requests >= listed.length, JSON.stringify(summed));
+      assert.deepEqual((await read(first, summaryPath))['total'], summed);
+      log(`shared PostgreSQL (${databaseUrl}): a request through ${first} listed by ${second}; /v1/analytics/summary alike on both (${summed.requests} request(s))`);
     } finally {
       await env.helm(['uninstall', 'pg', '-n', pgNs, '--wait=false'], { allowFailure: true });
       await env.kubectl(['delete', 'namespace', pgNs, '--wait=false'], { allowFailure: true });
+      await new Promise<void>((resolve) => {
+        forwarder.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      });
     }
   });
 });

@@ -42,14 +42,14 @@ export interface RenderedStateDocument {
   configs: Array<{ id: string; config: unknown; workspaces?: string[] }>;
   prompts: Array<z.input<typeof PromptEntrySchema>>;
   guardrails: Array<{ id: string; [key: string]: unknown }>;
-  /** Providers configs name that are missing or not ready: those targets are skipped, the rest serve. */
-  unavailableProviders?: string[];
   rateLimitPolicies: Array<z.input<typeof RateLimitPolicySchema>>;
   /** Budgets (UsageLimitPolicy resources); absent when there are none. */
   usageLimitPolicies?: Array<Record<string, unknown> & { id: string }>;
   /** Model prices (ModelPrice resources); absent when there are none. */
   modelPrices?: Array<z.input<typeof ModelPriceSpecSchema>>;
   models?: Array<z.input<typeof CatalogModelEntrySchema>>;
+  /** Providers configs name that are missing or not ready: those targets are skipped, the rest serve. */
+  unavailableProviders?: string[];
   egress: { allow: string[]; clientAllow: string[] };
   /** Upstream MCP servers (MCPServer resources); absent when there are none. */
   mcpServers?: Array<Record<string, unknown> & { name: string }>;

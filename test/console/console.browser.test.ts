@@ -224,6 +224,8 @@ describe('the web console in Chromium', { skip: SKIP }, () => {
       await page.getByTestId('state-hash').getByText(ready.config_hash).waitFor();
       const tree = page.getByRole('article', { name: 'Routing tree of fallback-prod' });
       assert.match(await tree.innerText(), /fallback[\s\S]*primary[\s\S]*circuit open[\s\S]*backup/);
+      // The rate-limit policies arrive from their own API call, after the configuration.
+      await page.locator('main').getByText('per-key').first().waitFor();
       const configText = await page.locator('main').innerText();
       assert.match(configText, /mock[\s\S]*set \(hidden\)/);
       assert.match(configText, /per-key/);

@@ -6,7 +6,6 @@ import { createGatewayServer, type GatewayServer } from './gateway-server.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/gateway-metrics.ts';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import type { FastifyPluginAsync } from 'fastify';
-import type { Dispatcher } from 'undici';
 import type { GatewayState } from './config/gateway-state.ts';
 import { stateEmbedder } from './cache/cache-embedder.ts';
 import { MemoryResponseCache } from './cache/memory-response-cache.ts';
@@ -19,7 +18,6 @@ import type { RateLimitCounterStore } from './ratelimit/counter-store.ts';
 import { MemoryCounterStore } from './ratelimit/memory-counter-store.ts';
 import { FilePolicyStore, type PolicyStore } from './ratelimit/policy-store.ts';
 import { RateLimiter, type FailMode } from './ratelimit/rate-limiter.ts';
-import type { RateLimitPolicy } from './ratelimit/policy-schema.ts';
 import { BudgetEnforcer } from './budgets/budget-enforcer.ts';
 import { MemoryBudgetStore, type BudgetStore } from './budgets/budget-store.ts';
 import { FileUsageLimitStore, type UsageLimitStore } from './budgets/usage-limit-store.ts';
@@ -33,6 +31,10 @@ import { consolePlugin } from './console/console-routes.ts';
 import { SECRET_KEY_ENV } from './batches/batch-credential-seal.ts';
 import { setPlainAnswerLimits } from './upstream/plain-answer-limits.ts';
 import { StateLoadError } from './errors.ts';
+import type { ControlPlaneHost, GatewayHost, InjectRequest, InjectResponse } from './gateway-host.ts';
+
+// The hosts moved to gateway-host.ts; kept here for callers that import them from the root.
+export type { ControlPlaneHost, GatewayHost, InjectRequest, InjectResponse } from './gateway-host.ts';
 
 // Wires a gateway from a state file: load → serve → watch and hot-swap. The CLI's
 // `serve` and the integration tests both start gateways through here.
@@ -132,46 +134,6 @@ export interface ExternalStateSource {
   healthy(): boolean;
   close(): Promise<void>;
 }
-
-/** What the control plane sees of a running standalone gateway. */
-export interface ControlPlaneHost {
-  currentState(): GatewayState;
-  readonly policyStore: PolicyStore;
-  /** API-created usage-limit policies and the budget counters (absent: no usage-limit routes). */
-  readonly usageLimitStore?: UsageLimitStore;
-  readonly budgets?: BudgetEnforcer;
-}
-
-/** What a route plugin sees of a running gateway. */
-export interface GatewayHost extends ControlPlaneHost {
-  readonly logger: Logger;
-  readonly metrics: GatewayMetrics;
-  /** The upstream agent (keep-alive pools per origin). */
-  readonly dispatcher: Dispatcher;
-  /** Rate-limit enforcement, for routes that count calls (files, batches). */
-  readonly rateLimiter: RateLimiter;
-  /** Policies created through the API (the state file's come with the snapshot). */
-  readonly dynamicPolicies: () => readonly RateLimitPolicy[];
-  /**
-   * Runs a request through this gateway's own pipeline in-process (auth, routing, retries,
-   * rate limits…), e.g. for gateway-managed batches. Available once the server is built.
-   */
-  inject(request: InjectRequest): Promise<InjectResponse>;
-}
-
-export interface InjectRequest {
-  method: 'GET' | 'POST' | 'DELETE';
-  url: string;
-  headers: Record<string, string>;
-  body?: string | Buffer;
-}
-
-export interface InjectResponse {
-  statusCode: number;
-  headers: Record<string, string | string[] | number | undefined>;
-  body: string;
-}
-
 
 export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
   const { logger } = options;

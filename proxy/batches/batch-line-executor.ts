@@ -1,4 +1,4 @@
-import type { GatewayHost } from '../start-gateway.ts';
+import type { GatewayHost } from '../gateway-host.ts';
 import { errorLine, isSuccessStatus, responseLine } from './batch-output.ts';
 import type { LineExecution } from './batch-runner.ts';
 import type { ClaimedLine } from './batch-store.ts';

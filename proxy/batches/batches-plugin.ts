@@ -3,7 +3,7 @@ import { registerFileRoutes } from '../files/file-routes.ts';
 import { DEFAULT_MAX_FILE_BYTES } from '../files/gateway-file-upload.ts';
 import { SqlFileStore } from '../files/sql-file-store.ts';
 import { registerFineTuningRoutes } from '../fine-tuning/fine-tuning-routes.ts';
-import type { GatewayHost } from '../start-gateway.ts';
+import type { GatewayHost } from '../gateway-host.ts';
 import { injectLineExecutor } from './batch-line-executor.ts';
 import { registerBatchRoutes } from './batch-routes.ts';
 import { BatchRunner } from './batch-runner.ts';

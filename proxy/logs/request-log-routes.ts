@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { RequestRecord } from '../observability/request-record.ts';
-import type { GatewayHost } from '../start-gateway.ts';
+import type { GatewayHost } from '../gateway-host.ts';
 import { parseLogListQuery, parseSummaryQuery } from './log-query-params.ts';
 import {
   RequestLogCursorError,

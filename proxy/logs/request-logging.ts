@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { RequestRecordSink } from '../observability/request-record.ts';
-import type { GatewayHost } from '../start-gateway.ts';
+import type { GatewayHost } from '../gateway-host.ts';
 import { startLogRetention, type LogRetention } from './log-retention.ts';
 import { requestLogRoutes } from './request-log-routes.ts';
 import type { RequestLogStore } from './request-log-store.ts';

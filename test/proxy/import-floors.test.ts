@@ -14,8 +14,6 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** `importer -> imported`, both relative to the repository root. */
 const KNOWN_CLIMBS: ReadonlySet<string> = new Set([
-  'proxy/batches/batch-line-executor.ts -> proxy/start-gateway.ts',
-  'proxy/batches/batches-plugin.ts -> proxy/start-gateway.ts',
   'proxy/config/gateway-state.ts -> proxy/routing/routing-plan.ts',
   'proxy/config/gateway-state.ts -> proxy/guardrails/compile-guardrails.ts',
   'proxy/config/gateway-state.ts -> proxy/guardrails/guardrail-schema.ts',
@@ -24,9 +22,7 @@ const KNOWN_CLIMBS: ReadonlySet<string> = new Set([
   'proxy/config/state-schema.ts -> proxy/mcp/mcp-schema.ts',
   'proxy/config/state-validation.ts -> proxy/providers/provider-catalog.ts',
   'proxy/config/state-validation.ts -> proxy/routing/routing-plan.ts',
-  'proxy/logs/request-log-routes.ts -> proxy/start-gateway.ts',
-  'proxy/logs/request-logging.ts -> proxy/start-gateway.ts',
-  'proxy/providers/provider-catalog.ts -> proxy/anthropic-ingress/messages-adapter.ts',
+  'proxy/providers/provider-catalog.ts -> proxy/ingress/anthropic-messages/messages-adapter.ts',
   'proxy/ratelimit/rate-limiter.ts -> proxy/observability/gateway-metrics.ts',
   'proxy/ratelimit/usage-tap.ts -> proxy/providers/sse-parser.ts',
   'proxy/ratelimit/usage-tap.ts -> proxy/streams/sse-frame-pipeline.ts',

@@ -1,6 +1,5 @@
 import type { GatewayApiKey, GatewayState } from './config/gateway-state.ts';
-import type { AttemptRecord } from './observability/request-record.ts';
-import type { RequestSpan } from './observability/tracing.ts';
+import type { RequestSpan } from './request-span.ts';
 import type { AnswerUsage } from './ratelimit/usage-tap.ts';
 
 // What the gateway knows about one request, gathered as it moves along the path and
@@ -58,6 +57,20 @@ export interface RequestContext {
   ttftMs: number | undefined;
   cacheStatus: string | undefined;
   guardrailVerdict: string | undefined;
+}
+
+/** One upstream attempt, or a target skipped without one. */
+export interface AttemptRecord {
+  /** The target's path in the config (`config.targets[1]`). */
+  readonly target: string;
+  readonly provider: string | undefined;
+  readonly model: string | undefined;
+  /** The upstream status, or the gateway's for an error it made (timeout 408, unreachable 502); null when skipped. */
+  readonly status: number | null;
+  readonly durationMs: number;
+  readonly errorCode: string | undefined;
+  /** Why the target was not called: its circuit is open, or it could not be resolved. */
+  readonly skipped?: 'circuit_open' | 'unresolved' | undefined;
 }
 
 /** The provider's usage for one answer (the usage tap's reading of it). */

@@ -1,3 +1,8 @@
+import type { AttemptRecord } from '../request-context.ts';
+
+// Kept here for callers; the type lives with the request context, whose `attempts` it is.
+export type { AttemptRecord } from '../request-context.ts';
+
 // One request's facts, as the request log store keeps them (issue: observability). Built
 // once per request after the response has gone out, off the critical path.
 
@@ -44,20 +49,6 @@ export interface RequestRecord {
   /** Guardrail outcome summary (e.g. `pass`, `fail`, `deny`), when hooks ran. */
   readonly guardrailVerdict: string | undefined;
   readonly errorCode: string | undefined;
-}
-
-/** One upstream attempt, or a target skipped without one. */
-export interface AttemptRecord {
-  /** The target's path in the config (`config.targets[1]`). */
-  readonly target: string;
-  readonly provider: string | undefined;
-  readonly model: string | undefined;
-  /** The upstream status, or the gateway's for an error it made (timeout 408, unreachable 502); null when skipped. */
-  readonly status: number | null;
-  readonly durationMs: number;
-  readonly errorCode: string | undefined;
-  /** Why the target was not called: its circuit is open, or it could not be resolved. */
-  readonly skipped?: 'circuit_open' | 'unresolved' | undefined;
 }
 
 /** Receives every finished request; must return at once (queue, never block). */

@@ -26,8 +26,6 @@ const KNOWN_CLIMBS: ReadonlySet<string> = new Set([
   'proxy/ratelimit/rate-limiter.ts -> proxy/observability/gateway-metrics.ts',
   'proxy/ratelimit/usage-tap.ts -> proxy/providers/sse-parser.ts',
   'proxy/ratelimit/usage-tap.ts -> proxy/streams/sse-frame-pipeline.ts',
-  'proxy/request-context.ts -> proxy/observability/request-record.ts',
-  'proxy/request-context.ts -> proxy/observability/tracing.ts',
   'proxy/upstream/call-target.ts -> proxy/providers/provider-adapter.ts',
 ]);
 

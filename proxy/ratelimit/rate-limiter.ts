@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors.ts';
-import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
 import type { CounterDecision, RateLimitCounterStore, Reservation, WindowSpec } from './counter-store.ts';
 import { groupKeyOf, policyApplies, type RequestFacts } from './policy-matching.ts';
 import { WINDOW_MS, type RateLimitPolicy } from './policy-schema.ts';
@@ -17,9 +16,16 @@ import { WINDOW_MS, type RateLimitPolicy } from './policy-schema.ts';
 
 export type FailMode = 'open' | 'closed';
 
+/** Where decisions are counted (observability/gateway-metrics.ts's GatewayMetrics is one). */
+export interface RateLimitMetrics {
+  readonly rateLimitDecisions: { inc(labels: { policy: string; result: 'allowed' | 'denied' | 'error' }): void };
+  /** Bounds the policy label (ids come from the API). */
+  readonly policyLabel: { of(value: string): string };
+}
+
 export interface RateLimiterOptions {
   store: RateLimitCounterStore;
-  metrics: GatewayMetrics;
+  metrics: RateLimitMetrics;
   logger: Logger;
   failMode: FailMode;
   now: () => number;

@@ -175,7 +175,10 @@ async function serve(args: string[]): Promise<number> {
 
   const metrics = createGatewayMetrics();
   const redis = redisUrl === undefined ? undefined : await redisStoresOf(redisUrl);
-  const controlPlane = await controlPlaneOf(pick(values['control-plane-url'], 'AIGATEWAY_CONTROL_PLANE_URL'));
+  const controlPlaneUrl = pick(values['control-plane-url'], 'AIGATEWAY_CONTROL_PLANE_URL');
+  const controlPlane = await controlPlaneOf(controlPlaneUrl);
+  // In a cluster the console's replicas and custom resources come from the operator too.
+  const clusterView = controlPlaneUrl === undefined ? undefined : (await import('../operator/api/cluster-view-client.ts')).clusterViewClient({ baseUrl: controlPlaneUrl });
   const requestLogging = await requestLoggingOf(values, dataDir, metrics, logger);
   const consoleOn = values.console === true || process.env['AIGATEWAY_CONSOLE'] === 'true';
   const starting = startGateway({
@@ -197,6 +200,7 @@ async function serve(args: string[]): Promise<number> {
     maxParsedAnswerBytes: positiveInteger(pick(values['max-parsed-answer-bytes'], 'AIGATEWAY_MAX_PARSED_ANSWER_BYTES'), 'max-parsed-answer-bytes'),
     maxInFlightPerKey: positiveInteger(pick(values['max-in-flight-per-key'], 'AIGATEWAY_MAX_IN_FLIGHT_PER_KEY'), 'max-in-flight-per-key'),
     controlPlane,
+    clusterView,
     metrics,
     stateSource: kubeStateSourceOf(pick(values['kube-configmap'], 'AIGATEWAY_KUBE_CONFIGMAP'), pick(values['kube-secret'], 'AIGATEWAY_KUBE_SECRET'), env, logger),
     requestSink: requestLogging?.sink,

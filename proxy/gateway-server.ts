@@ -6,6 +6,7 @@ import type { GatewayState } from './config/gateway-state.ts';
 import { normaliseVendorHeaders } from './config/vendor-names.ts';
 import { registerInferenceRoutes, type InferenceDeps } from './endpoints/inference-routes.ts';
 import { registerConfigurationRoutes } from './endpoints/configuration-routes.ts';
+import type { ClusterViewFetch } from './console/cluster-view.ts';
 import { guardPathParams } from './endpoints/path-param-check.ts';
 import { sendGatewayError } from './error-reply.ts';
 import { GatewayError, toErrorBody } from './errors.ts';
@@ -27,6 +28,8 @@ export interface GatewayServerOptions {
   inference: InferenceDeps;
   /** Control-plane routes (prompt render, policies) mounted in-process in standalone mode. */
   controlPlane?: FastifyPluginAsync | undefined;
+  /** In a cluster: the operator's replicas and custom resources for GET /v1/configuration. */
+  clusterView?: ClusterViewFetch | undefined;
   /** Receives a record of every finished /v1 request (the request log store); must not block. */
   requestSink?: RequestRecordSink | undefined;
   /** Most /v1 requests in flight at once; beyond it, a fast 503 with retry-after. */
@@ -231,7 +234,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   }
 
   registerInferenceRoutes(app, options.inference);
-  registerConfigurationRoutes(app, { currentState: () => state, metrics });
+  registerConfigurationRoutes(app, { currentState: () => state, metrics, clusterView: options.clusterView });
   if (options.controlPlane !== undefined) void app.register(options.controlPlane);
   for (const plugin of options.plugins ?? []) void app.register(plugin);
 

@@ -28,6 +28,7 @@ import { mcpPlugin } from './mcp/mcp-plugin.ts';
 import { websocketPlugin } from './websocket/websocket-plugin.ts';
 import type { SocketLimits } from './websocket/socket-registry.ts';
 import { consolePlugin } from './console/console-routes.ts';
+import type { ClusterViewFetch } from './console/cluster-view.ts';
 import { SECRET_KEY_ENV } from './batches/batch-credential-seal.ts';
 import { setPlainAnswerLimits } from './upstream/plain-answer-limits.ts';
 import { StateLoadError } from './errors.ts';
@@ -66,6 +67,8 @@ export interface StartGatewayOptions {
    * operator/api, given the gateway's live state and policy store.
    */
   controlPlane?: (host: ControlPlaneHost) => FastifyPluginAsync;
+  /** In a cluster: the operator's view of replicas and custom resources (GET /v1/configuration). */
+  clusterView?: ClusterViewFetch;
   /**
    * More route plugins (batches, files, fine-tuning, logs…), built by the composition root
    * with what they need of the running gateway. Registered after the inference routes.
@@ -227,6 +230,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
       },
     },
     controlPlane: options.controlPlane?.(controlPlaneHost),
+    clusterView: options.clusterView,
     plugins: [
       // The MCP endpoint (/mcp): light until the first MCP request.
       mcpPlugin({

@@ -11,6 +11,7 @@ import { newRequestContext } from '../../proxy/request-context.ts';
 import { policyRoutes } from './policy-routes.ts';
 import { promptRoutes } from './prompt-routes.ts';
 import { usageLimitRoutes } from './usage-limit-routes.ts';
+import { clusterViewRoutes, type ClusterViewSourceOptions } from './cluster-view-routes.ts';
 import type { UsageLimitStore } from '../../proxy/budgets/usage-limit-store.ts';
 import type { UsageLimitPolicy } from '../../proxy/budgets/usage-limit-schema.ts';
 
@@ -27,6 +28,8 @@ export interface OperatorApiOptions {
   readonly statePolicies: () => readonly RateLimitPolicy[];
   /** API-created UsageLimitPolicy resources and those applied with kubectl (read-only); absent: no usage-limit routes. */
   readonly usageLimits?: { readonly store: UsageLimitStore; readonly statePolicies: () => readonly UsageLimitPolicy[] };
+  /** Replicas and custom resources for the console (GET /v1/configuration/cluster); absent: no such route. */
+  readonly clusterView?: ClusterViewSourceOptions;
   readonly logger: Logger;
   readonly port: number;
   readonly host: string;
@@ -76,6 +79,7 @@ export async function startOperatorApi(options: OperatorApiOptions): Promise<Ope
   await app.register(policyRoutes({ store: options.policyStore, statePolicies: options.statePolicies }));
   if (options.usageLimits !== undefined) await app.register(usageLimitRoutes(options.usageLimits));
   await app.register(promptRoutes({ getPrompt: (id) => options.currentState()?.prompts.get(id) }));
+  if (options.clusterView !== undefined) await app.register(clusterViewRoutes(options.clusterView));
 
   await app.listen({ port: options.port, host: options.host });
   const address = app.server.address();

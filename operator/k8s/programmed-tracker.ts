@@ -10,6 +10,8 @@ import { isKubeApiError } from './kube-client.ts';
 
 export interface ProxyReplicaReport {
   readonly address: string;
+  /** The Pod behind the address (the endpoint's targetRef), when the slice names one. */
+  readonly pod?: string | undefined;
   /** The hash the replica serves, or undefined when it did not answer. */
   readonly hash: string | undefined;
 }
@@ -37,7 +39,7 @@ export interface ProgrammedTrackerOptions {
 interface EndpointSliceList {
   items?: Array<{
     addressType?: string;
-    endpoints?: Array<{ addresses?: string[]; conditions?: { ready?: boolean | null } }>;
+    endpoints?: Array<{ addresses?: string[]; conditions?: { ready?: boolean | null }; targetRef?: { kind?: string; name?: string } | null }>;
     ports?: Array<{ name?: string; port?: number }> | null;
   }>;
 }
@@ -49,6 +51,9 @@ export class ProgrammedTracker {
   #timer: NodeJS.Timeout | undefined;
   #running = false;
   #stopped = false;
+  /** The last answer of any ask (the leader's loop or latest()), with when it was asked. */
+  #seen: { snapshot: ServedSnapshot; checkedAtMs: number } | undefined;
+  #asking: Promise<ServedSnapshot> | undefined;
 
   constructor(options: ProgrammedTrackerOptions) {
     this.#options = options;
@@ -68,6 +73,20 @@ export class ProgrammedTracker {
 
   get snapshot(): ServedSnapshot {
     return this.#last;
+  }
+
+  /**
+   * What the replicas serve, asked at most once per `maxAgeMs` and one ask at a time, on any
+   * operator replica (followers too): the console's view of the replicas (operator/api).
+   */
+  async latest(maxAgeMs = 5_000): Promise<{ snapshot: ServedSnapshot; checkedAtMs: number }> {
+    const seen = this.#seen;
+    if (seen !== undefined && Date.now() - seen.checkedAtMs <= maxAgeMs) return seen;
+    this.#asking ??= this.#ask().finally(() => {
+      this.#asking = undefined;
+    });
+    await this.#asking;
+    return this.#seen ?? { snapshot: { hash: undefined, replicas: [] }, checkedAtMs: Date.now() };
   }
 
   start(): void {
@@ -131,7 +150,7 @@ export class ProgrammedTracker {
     }
     if (slices === undefined) return { hash: undefined, replicas: [] };
     // A replica may appear in several slices (one per address type or port set): count it once.
-    const unique = new Set<string>();
+    const unique = new Map<string, string | undefined>();
     for (const slice of slices.items ?? []) {
       if (slice.addressType === 'FQDN') continue;
       const port = slice.ports?.find((candidate) => candidate.name === 'http') ?? slice.ports?.[0];
@@ -139,16 +158,19 @@ export class ProgrammedTracker {
       for (const endpoint of slice.endpoints ?? []) {
         // `ready` unset means ready (the API's documented default).
         if (endpoint.conditions?.ready === false) continue;
-        for (const ip of endpoint.addresses ?? []) unique.add(`${ip.includes(':') ? `[${ip}]` : ip}:${port.port}`);
+        const pod = endpoint.targetRef?.kind === 'Pod' ? endpoint.targetRef.name : undefined;
+        for (const ip of endpoint.addresses ?? []) unique.set(`${ip.includes(':') ? `[${ip}]` : ip}:${port.port}`, pod);
       }
     }
-    const origins = [...unique];
+    const origins = [...unique.keys()];
     origins.sort();
     const fetchHash = this.#options.fetchHash ?? fetchReadyHash;
-    const replicas = await Promise.all(origins.map(async (address) => ({ address, hash: await fetchHash(address).catch(() => undefined) })));
+    const replicas = await Promise.all(origins.map(async (address) => ({ address, pod: unique.get(address), hash: await fetchHash(address).catch(() => undefined) })));
     const hashes = new Set(replicas.map((replica) => replica.hash));
     const only = hashes.size === 1 ? [...hashes][0] : undefined;
-    return { hash: replicas.length > 0 ? only : undefined, replicas };
+    const snapshot = { hash: replicas.length > 0 ? only : undefined, replicas };
+    this.#seen = { snapshot, checkedAtMs: Date.now() };
+    return snapshot;
   }
 }
 

@@ -244,6 +244,18 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       policyStore,
       statePolicies: () => policyStore.statePolicies(),
       usageLimits: { store: usageLimitStore, statePolicies: () => usageLimitStore.statePolicies() },
+      clusterView: {
+        namespace,
+        rendered: () => (cache.synced && view !== undefined ? { state: view.state, hash: view.serialized.hash, statuses: view.result.statuses } : undefined),
+        resources: (kind) => cache.resources(kind),
+        replicas:
+          tracker === undefined
+            ? undefined
+            : async () => {
+                const { snapshot, checkedAtMs } = await tracker.latest();
+                return { replicas: snapshot.replicas, checkedAtMs };
+              },
+      },
       logger,
       port: options.apiPort ?? 8080,
       host: options.apiHost ?? '0.0.0.0',

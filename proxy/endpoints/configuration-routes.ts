@@ -2,12 +2,14 @@ import { hostname } from 'node:os';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayState } from '../config/gateway-state.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
+import { standaloneReplicas, withClusterView, type ClusterViewFetch } from '../console/cluster-view.ts';
 
 // GET /v1/configuration — the running configuration, read-only, for the console and for
 // operators debugging a route: providers (whether a key is set, never the key), saved
 // configs, the model catalog, guardrails, guardrail policies, prompts, the state-file
 // rate-limit policies, the API keys' ids and scopes, circuit-breaker states and the
-// served state hash. Admin scope. Like the log routes, an `admin` key sees what its own
+// served state hash per replica (in a cluster, with the custom resource each item came from
+// and its conditions: console/cluster-view.ts). Admin scope. Like the log routes, an `admin` key sees what its own
 // workspace may use; only `org_admin` sees every workspace. Anything that looks like a
 // credential is replaced by "[redacted]" wherever it sits (inline targets, webhooks).
 
@@ -20,13 +22,25 @@ const SECRET_NAME = /(api_?key|apikey|secret|password|passwd|credential|private_
 export interface ConfigurationDeps {
   currentState(): GatewayState;
   metrics: GatewayMetrics;
+  /** In a cluster: the operator's view (replicas, custom resources), asked with the caller's key. */
+  clusterView?: ClusterViewFetch | undefined;
 }
 
 export function registerConfigurationRoutes(app: FastifyInstance, deps: ConfigurationDeps): void {
   app.get('/v1/configuration', ADMIN, async (request) => {
     const state = deps.currentState();
     const workspace = workspaceLimit(request);
-    return describeConfiguration(state, workspace, await breakerStates(deps.metrics));
+    const description = describeConfiguration(state, workspace, await breakerStates(deps.metrics));
+    if (deps.clusterView === undefined) {
+      return { ...description, mode: 'standalone' as const, desired_hash: state.hash, replicas: standaloneReplicas(description.replica, state.hash, Date.now()), resources: null, cluster_error: null };
+    }
+    const apiKey = request.headers['x-gateway-api-key'];
+    // The rest of the page does not wait on the control plane: its failure is one field.
+    const cluster = await deps.clusterView({ apiKey: typeof apiKey === 'string' ? apiKey : '', traceId: request.gateway.traceId }).then(
+      (view) => ({ view }),
+      (error: unknown) => ({ error: error instanceof Error ? error.message.slice(0, 300) : 'the control plane did not answer' }),
+    );
+    return withClusterView(description, cluster);
   });
 }
 
@@ -62,6 +76,21 @@ export function describeConfiguration(state: GatewayState, workspace: string | u
     guardrails: document.guardrails.map((entry) => redact(entry)),
     guardrail_policies: document.guardrailPolicies.map((entry) => redact(entry)),
     prompts: document.prompts.map((entry) => redact(entry)),
+    mcp_servers: document.mcpServers
+      .filter((server) => workspace === undefined || server.access === undefined || server.access.some((grant) => grant.workspaces?.includes(workspace) === true))
+      .map((server) => ({
+        name: server.name,
+        transport: server.transport,
+        // Origin and path only: a query string or user info may carry a token.
+        url: server.url === undefined ? null : urlWithoutSecrets(server.url),
+        header_names: Object.keys(server.headers ?? {}),
+        forward_client_token: server.forwardClientToken,
+        tools: redact(server.tools ?? null),
+        workspaces: server.access === undefined ? null : [...new Set(server.access.flatMap((grant) => grant.workspaces ?? []))],
+      })),
+    usage_limit_policies: document.usageLimitPolicies
+      .filter((policy) => workspace === undefined || policy.workspace_id === undefined || policy.workspace_id === workspace)
+      .map((policy) => redact(policy)),
     rate_limit_policies: document.rateLimitPolicies
       .filter((policy) => workspace === undefined || policy.workspace_id === undefined || policy.workspace_id === workspace)
       .map((policy) => redact(policy)),
@@ -83,6 +112,11 @@ export function redact(value: unknown): unknown {
     else copy[name] = redact(inner);
   }
   return copy;
+}
+
+function urlWithoutSecrets(raw: string): string {
+  const url = URL.parse(raw);
+  return url === null ? REDACTED : `${url.origin}${url.pathname}`;
 }
 
 /** The workspace a caller is confined to; undefined for the org_admin scope. */

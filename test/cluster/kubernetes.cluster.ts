@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -18,7 +17,7 @@ import OpenAI from 'openai';
 import { Agent, request } from 'undici';
 import { ROOT, run } from '../e2e/e2e-environment.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { clusterEnvironment, percentile, type ClusterEnvironment } from './cluster-environment.ts';
+import { buildImage, clusterEnvironment, nodeAddress, openForwarder, percentile, type ClusterEnvironment } from './cluster-environment.ts';
 import { startSteadyTraffic, type SteadyTraffic, type TrafficReport } from './steady-traffic.ts';
 
 const environment = await clusterEnvironment();
@@ -37,20 +36,6 @@ const results: Record<string, unknown> = {};
 
 function log(line: string): void {
   console.log(`[cluster] ${line}`);
-}
-
-/**
- * `k8s-test-cluster.sh image`; its final check (`ctr images ls -q | grep -q` under pipefail)
- * can fail by SIGPIPE although the import worked: then the node's image list decides.
- */
-async function buildImage(env: ClusterEnvironment, tag: string): Promise<void> {
-  // AIGW_CLUSTER_BUILD_DIR: build from another checkout (e.g. a clean `git archive HEAD`
-  // beside a shared working tree); CI builds its own clean clone.
-  const built = await env.cluster(['image', process.env['AIGW_CLUSTER_BUILD_DIR'] || ROOT, tag], { allowFailure: true });
-  if (built.code === 0) return;
-  const work = process.env['WORK'] ?? '/var/tmp/k8s-test-cluster';
-  const listed = await run('ctr', ['--address', join(work, 'node', 'containerd.sock'), '--namespace', 'k8s.io', 'images', 'ls', '-q'], { allowFailure: true });
-  assert.ok(built.stderr.includes('is not in containerd after the import') && listed.stdout.split('\n').includes(tag), `image ${tag}: ${built.stderr.slice(-2000)}`);
 }
 
 function trafficLine(report: TrafficReport): string {
@@ -529,26 +514,8 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
   // reach the machine's PostgreSQL (127.0.0.1:5432, trust) through a forwarder this process opens
   // on the node IP; the records are told apart from other runs' by a unique trace id.
   test('two proxy pods on a shared PostgreSQL: a request through one is listed and summed up by the other', async () => {
-    const nodeIp = (await env.kubectl(['get', 'nodes', '-o', 'jsonpath={.items[0].status.addresses[?(@.type=="InternalIP")].address}'])).stdout.trim();
-    assert.match(nodeIp, /^\d+\.\d+\.\d+\.\d+$/, 'the node IP');
-    const sockets = new Set<Socket>();
-    const track = (socket: Socket) => {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-    };
-    const forwarder = createServer((client) => {
-      const upstream = connect(5432, '127.0.0.1');
-      track(client);
-      track(upstream);
-      client.on('error', () => upstream.destroy());
-      upstream.on('error', () => client.destroy());
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve, reject) => {
-      forwarder.once('error', reject);
-      forwarder.listen(0, nodeIp, () => resolve());
-    });
-    const databaseUrl = `postgres://postgres@${nodeIp}:${(forwarder.address() as AddressInfo).port}/test`;
+    const forwarder = await openForwarder(await nodeAddress(env), 5432);
+    const databaseUrl = `postgres://postgres@${forwarder.address}/test`;
     const pgNs = `${NS}-pg`;
     const inNs = (...args: string[]) => env.kubectl(['-n', pgNs, ...args]);
     try {
@@ -638,10 +605,7 @@ spec: { provider: "@mock" }
     } finally {
       await env.helm(['uninstall', 'pg', '-n', pgNs, '--wait=false'], { allowFailure: true });
       await env.kubectl(['delete', 'namespace', pgNs, '--wait=false'], { allowFailure: true });
-      await new Promise<void>((resolve) => {
-        forwarder.close(() => resolve());
-        for (const socket of sockets) socket.destroy();
-      });
+      await forwarder.close();
     }
   });
 });

@@ -14,7 +14,10 @@ import { walkPlan, type RoutingRuntime, type WalkProgress } from '../routing/exe
 import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute, type RouteSelection } from '../routing/select-route.ts';
 import { relayResponse } from './relay-response.ts';
-import { anthropicDeniedBody, anthropicErrorHandler, messagesRoutingHeaders, withClientAnthropicHeaders } from '../anthropic-ingress/messages-request.ts';
+import { anthropicErrorHandler } from '../ingress/anthropic-messages/messages-request.ts';
+import { MessagesIngress } from '../ingress/anthropic-messages/messages-ingress.ts';
+import { ingressFor } from '../ingress/client-protocols.ts';
+import type { IngressTranslator } from '../ingress/ingress-translator.ts';
 import { callOptionsOf, type CallOptions } from './call-options.ts';
 import { relayMessages } from './messages-relay.ts';
 import { registerModelsRoutes } from './models-routes.ts';
@@ -103,10 +106,6 @@ function modelOf(body: unknown): unknown {
   return typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['model'] : undefined;
 }
 
-function isMessages(endpoint: InferenceEndpoint): boolean {
-  return endpoint === 'messages' || endpoint === 'messages.count_tokens';
-}
-
 /**
  * The request body on its way to the provider: the object every stage reads, and whether
  * a stage changed it. Until one does, the client's own bytes are sent.
@@ -129,10 +128,12 @@ async function handleInference(
   reply: FastifyReply,
 ): Promise<FastifyReply> {
   const context = request.gateway;
-  const messages = isMessages(endpoint);
+  // The client protocol's translator, once for the request: routing headers, the body
+  // forwarded, the answer turned back, usage read.
+  const ingress = ingressFor(endpoint);
   reply.header(HEADER.cacheStatus, 'DISABLED');
   const options = callOptionsOf(request.headers);
-  const headers = messages ? messagesRoutingHeaders(request.headers) : request.headers;
+  const headers = ingress.routingHeaders(request.headers);
   const selection = selectRoute(headers, context.state, { apiKey: context.apiKey, model: modelOf(request.body) });
   context.configId = selection.configId;
 
@@ -156,14 +157,14 @@ async function handleInference(
     generates: generates(endpoint),
   }));
   const attached = attachedGuardrailsOf(context.state, resolved);
-  const usage = withStreamUsage(endpoint, body);
+  const usage = withStreamUsage(ingress, body);
   body = usage.body;
   const signal = abortWhenClientLeaves(reply, context);
 
   const hookContext = { endpoint, metadata: context.metadata, model: context.model };
   const inputGuards = mergeGuardrails(guardrailsOf(selection.plan.settings, context.state), attached);
   const before = await checkInput(inputGuards, { ...hookContext, requestBody: body.value }, deps.guardrails, context);
-  if (before?.denied === true) return replyInputDenied(reply, before, messages);
+  if (before?.denied === true) return replyInputDenied(reply, before, ingress);
   if (before?.requestBody !== undefined) body = { value: before.requestBody, changed: true };
 
   const cache = await lookupCache(deps, selection, endpoint, body.value, usage.clientAsks, request, reply);
@@ -171,8 +172,8 @@ async function handleInference(
 
   const rawBody = bytesOf(body, request.rawBody);
   context.requestBytes = rawBody?.length ?? 0;
-  // Native providers get the client's anthropic-version and -beta with the body (never serialised).
-  const outgoing = messages ? withClientAnthropicHeaders(body.value, request.headers) : body.value;
+  // What travels beside the body (never serialised): Messages' client headers and its translator.
+  const outgoing = ingress.forwardedBody(body.value, request.headers);
   const result = await walkToTarget(deps.routing, selection, { endpoint, pathname, body: outgoing, rawBody, headers, options, signal }, context, reply);
   const model = result.requestBody['model'];
   if (typeof model === 'string') context.model = model;
@@ -181,7 +182,7 @@ async function handleInference(
   const guarded = !inputGuards.empty || !outputGuards.empty;
   const output = guarded ? outputGuardrails(outputGuards, before, { ...hookContext, requestBody: outgoing }, deps.guardrails, context) : undefined;
   const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow, { provider: result.target.provider, model: context.model });
-  if (messages) return relayMessages(reply, endpoint, result, output, observer, context);
+  if (ingress instanceof MessagesIngress) return relayMessages(reply, endpoint, result, ingress, output, observer, context);
   return relayResponse(reply, {
     finishPlain: output?.finishPlain,
     streamGuard: output === undefined ? undefined : outputGuards.afterDenies ? output.hold : output.tail(endpoint),
@@ -192,6 +193,7 @@ async function handleInference(
     plain: result.plain,
     streamIdleTimeoutMs: result.timeoutMs,
     stripStreamUsage: usage.strip,
+    ingress,
     observer,
     context,
   });
@@ -223,10 +225,10 @@ function generates(endpoint: InferenceEndpoint): boolean {
  * Every stream is accounted (tokens, cost, token limits), and streams report usage only
  * when asked: the gateway asks, and the relay cuts what it added from the client's stream.
  */
-function withStreamUsage(endpoint: InferenceEndpoint, body: OutgoingBody): { body: OutgoingBody; clientAsks: boolean; strip: boolean } {
+function withStreamUsage(ingress: IngressTranslator, body: OutgoingBody): { body: OutgoingBody; clientAsks: boolean; strip: boolean } {
   const streamOptions = body.value['stream_options'] as { include_usage?: unknown } | null | undefined;
   const clientAsks = streamOptions?.include_usage === true;
-  const strip = body.value['stream'] === true && !clientAsks && (endpoint === 'chat.completions' || endpoint === 'completions');
+  const strip = body.value['stream'] === true && !clientAsks && ingress.asksStreamUsage;
   if (!strip) return { body, clientAsks, strip };
   const value = { ...body.value, stream_options: { ...(streamOptions ?? undefined), include_usage: true } };
   return { body: { value, changed: true }, clientAsks, strip };
@@ -260,12 +262,12 @@ async function checkInput(
   return before;
 }
 
-function replyInputDenied(reply: FastifyReply, before: HooksOutcome, messages: boolean): FastifyReply {
+function replyInputDenied(reply: FastifyReply, before: HooksOutcome, ingress: IngressTranslator): FastifyReply {
   const denied = deniedBody('input', hookResultsOf(before, undefined));
   return reply
     .code(GUARDRAIL_DENIED_STATUS)
     .header('content-type', 'application/json; charset=utf-8')
-    .send(messages ? anthropicDeniedBody(denied) : denied);
+    .send(ingress.deniedBody(denied));
 }
 
 /** A cached answer (`hit`, already sent), or the flow that saves the provider's answer. */

@@ -10,7 +10,7 @@ import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
 import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute, usableBy } from '../routing/select-route.ts';
-import { messagesRoutingHeaders } from '../anthropic-ingress/messages-request.ts';
+import { messagesRoutingHeaders } from '../ingress/anthropic-messages/messages-request.ts';
 
 // GET /v1/models and /v1/models/{id} in OpenAI's list shape (many clients call it at start).
 //   - A request that names one provider with its credential (x-gateway-provider + key,

@@ -12,7 +12,8 @@ import { SseEventSizeGuard, SseEventTooLargeError } from '../providers/sse-parse
 import type { AnswerObserver } from './response-caching.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
-import { modelOf, UsageStage, usageOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
+import { modelOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
+import type { AnswerReading, StreamFailure } from '../ingress/ingress-translator.ts';
 import { SseFramePipeline, type SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { StreamAssembler } from '../cache/stream-assembler.ts';
 
@@ -40,10 +41,10 @@ export interface RelayInput {
   readonly streamIdleTimeoutMs?: number | undefined;
   /** Drop the usage chunk of a stream: the gateway asked for usage the client did not. */
   readonly stripStreamUsage?: boolean | undefined;
+  /** The client protocol (its ingress translator): the one reading of the answer's usage, the wording of a mid-stream failure. */
+  readonly ingress: AnswerReading;
   /** Output guardrails on a plain answer as the client gets it (translated, if it was): a replacement status and body (246 / 446 / hook_results). */
   readonly finishPlain?: ((answer: unknown) => Promise<{ status: number; body: unknown } | undefined>) | undefined;
-  /** Words a mid-stream failure (stall, oversize event) as the client's stream format expects; OpenAI's by default. */
-  readonly streamErrorEvent?: ((failure: StreamFailure) => string) | undefined;
   /** Output guardrails on a stream: `tail` adds results before [DONE]; `hold` buffers until the checks pass. */
   readonly streamGuard?: StreamGuard | undefined;
   /** Sees a fresh successful answer (the cache stores it). */
@@ -248,7 +249,7 @@ function streamAnswer(reply: FastifyReply, input: RelayInput, released: Promise<
         context.streamEvents = value;
       },
     };
-    stages.push(new UsageStage(input.stripStreamUsage === true, sink));
+    stages.push(input.ingress.usageStage(sink, input.stripStreamUsage === true));
   }
   let assembled: StreamAssembler | undefined;
   if (input.streamGuard?.mode === 'hold') {
@@ -279,37 +280,21 @@ function chain(source: Readable, next: Transform): Readable {
 }
 
 function noteUsage(answer: unknown, input: RelayInput): void {
-  const usage = usageOf(answer);
+  const usage = input.ingress.answerUsage(answer);
   if (usage !== undefined) recordUsage(usage, modelOf(answer), input);
 }
 
-/** Usage and the answering model go on the context; limits and cost are settled once, at the end. */
+/** Usage and the answering model go on the context, once; limits and cost are settled at the end. */
 function recordUsage(usage: AnswerUsage, model: string | undefined, input: RelayInput): void {
   input.context.usage = usage;
   if (model !== undefined) input.context.responseModel = model;
 }
 
 
-/** A failure after the status was sent, for the client's wire format to word as an event. */
-export interface StreamFailure {
-  /** The HTTP status the failure would have had before the stream began. */
-  readonly status: number;
-  /** OpenAI's error type (`timeout_error`, `api_error`). */
-  readonly type: string;
-  readonly message: string;
-  readonly code: string;
-}
-
-/** OpenAI's mid-stream error: a data-only event with an `error` member (the SDKs raise it as an APIError). */
-export function openAIStreamErrorEvent(failure: StreamFailure): string {
-  const error = { message: failure.message, type: failure.type, param: null, code: failure.code };
-  return `data: ${JSON.stringify({ error })}\n\n`;
-}
-
 /**
  * Once the status is sent, a failure can no longer be a 4xx/5xx: a stream that stalls past
- * request_timeout or carries an oversize event ends with an error event instead (OpenAI's
- * shape unless the route words it otherwise), and the upstream request is aborted.
+ * request_timeout or carries an oversize event ends with an error event instead (worded by
+ * the client protocol), and the upstream request is aborted.
  */
 function endWithErrorEvent(source: Readable, input: RelayInput): Readable {
   const { target, context, upstream } = input;
@@ -333,7 +318,7 @@ function endWithErrorEvent(source: Readable, input: RelayInput): Readable {
     }
     context.errorCode = failure.code;
     discard(upstream.body);
-    out.end((input.streamErrorEvent ?? openAIStreamErrorEvent)(failure));
+    out.end(input.ingress.streamErrorEvent(failure));
   });
   return out;
 }

@@ -1,10 +1,10 @@
-import { withMessagesIngress } from '../anthropic-ingress/messages-adapter.ts';
+import { GatewayError } from '../errors.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { anthropicFamily } from './anthropic/anthropic-adapter.ts';
 import { azureOpenAIFamily } from './azure-openai/azure-openai-adapter.ts';
 import { bedrockFamily } from './bedrock/bedrock-adapter.ts';
 import { openaiCompatibleAdapter } from './openai/openai-adapter.ts';
-import type { ProviderAdapter, ProviderFamily } from './provider-adapter.ts';
+import type { PlanInput, ProviderAdapter, ProviderFamily } from './provider-adapter.ts';
 import { vertexFamily } from './vertex-ai/vertex-adapter.ts';
 
 // Providers as data: an OpenAI-compatible host is a name, a base URL and the endpoints it
@@ -46,9 +46,48 @@ const FAMILIES: readonly ProviderFamily[] = [
   bedrockFamily,
 ];
 
-// Every family also serves /v1/messages: natively where it can, else translated to chat.
+/**
+ * Where a client protocol the family may not speak (Anthropic Messages) puts its per-request
+ * translator on the body the walk forwards: never serialised, kept by override_params'
+ * spread. The ingress passes it; providers never import an ingress.
+ */
+export const CLIENT_PROTOCOL: unique symbol = Symbol('aigateway.clientProtocol');
+
+/** What an ingress tells the catalog's adapters, per request. */
+export interface ClientProtocolPlanning {
+  /** The input `adapter` plans: `input` itself when the family speaks the protocol, else the body translated (once) for it; a 400 when it cannot be. */
+  planInputFor(adapter: ProviderAdapter, input: PlanInput): PlanInput;
+}
+
+/** Endpoints of a client protocol a family without them serves through their OpenAI counterpart. */
+const SERVED_THROUGH: Readonly<Partial<Record<InferenceEndpoint, InferenceEndpoint>>> = {
+  messages: 'chat.completions',
+  'messages.count_tokens': 'chat.completions',
+};
+
+/** A family's adapter, able to plan a request of any client protocol whose ingress came with it. */
+function servingClientProtocols(inner: ProviderAdapter): ProviderAdapter {
+  return {
+    ...inner,
+    supportsEndpoint(endpoint) {
+      if (inner.supportsEndpoint(endpoint)) return true;
+      const through = SERVED_THROUGH[endpoint];
+      return through !== undefined && inner.supportsEndpoint(through);
+    },
+    planRequest(input) {
+      const protocol = (input.body as { [CLIENT_PROTOCOL]?: ClientProtocolPlanning })[CLIENT_PROTOCOL];
+      if (protocol !== undefined) return inner.planRequest(protocol.planInputFor(inner, input));
+      if (!inner.supportsEndpoint(input.endpoint)) {
+        throw new GatewayError('AIGW_ERR_UNSUPPORTED_ENDPOINT', `Provider "${input.target.provider}" has no ${input.endpoint} endpoint, and no client protocol translated the body for it.`);
+      }
+      return inner.planRequest(input);
+    },
+  };
+}
+
+// Every family also serves /v1/messages: natively where it can, else translated by the ingress.
 const BY_NAME: ReadonlyMap<string, ProviderFamily> = new Map(
-  [...OPENAI_COMPATIBLE, ...FAMILIES].map((entry) => [entry.name, { ...entry, adapter: withMessagesIngress(entry.adapter) }]),
+  [...OPENAI_COMPATIBLE, ...FAMILIES].map((entry) => [entry.name, { ...entry, adapter: servingClientProtocols(entry.adapter) }]),
 );
 
 export function catalogEntry(name: string): ProviderFamily | undefined {
@@ -59,7 +98,7 @@ export function catalogEntry(name: string): ProviderFamily | undefined {
  * Any other provider name behind a custom host is treated as OpenAI-compatible: the spec
  * lets users name any provider "when unsure".
  */
-export const GENERIC_COMPATIBLE_ADAPTER: ProviderAdapter = withMessagesIngress(openaiFull);
+export const GENERIC_COMPATIBLE_ADAPTER: ProviderAdapter = servingClientProtocols(openaiFull);
 
 export function catalogNames(): string[] {
   return [...BY_NAME.keys()];

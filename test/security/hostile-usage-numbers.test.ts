@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PriceTable } from '../../proxy/accounting/price-table.ts';
 import { MAX_TOKEN_COUNT, saneCost, saneUsage, tokenCount, tokenCountOr, tokenCountRejections } from '../../proxy/accounting/token-count.ts';
-import { messagesUsageOf } from '../../proxy/anthropic-ingress/chat-to-messages.ts';
+import { messagesUsageOf } from '../../proxy/ingress/anthropic-messages/chat-to-messages.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
 import { createGatewayMetrics } from '../../proxy/observability/gateway-metrics.ts';
 import { finishRequest } from '../../proxy/observability/request-finish.ts';

@@ -1,20 +1,27 @@
-import { addAnthropicUsage, emptyUsageTotals, type AnthropicUsageTotals } from '../providers/anthropic/anthropic-response.ts';
-import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
-import type { SseEventTranslation, SseFrame } from '../providers/sse-parser.ts';
+import { addAnthropicUsage, emptyUsageTotals, type AnthropicUsageTotals } from '../../providers/anthropic/anthropic-response.ts';
+import { isRecord } from '../../providers/anthropic/anthropic-wire.ts';
+import type { SseFrame } from '../../providers/sse-parser.ts';
+import type { AnswerUsage, UsageTapSink } from '../../ratelimit/usage-tap.ts';
+import type { SseFrameStage } from '../../streams/sse-frame-pipeline.ts';
 
 // Reads Anthropic Messages frames as they pass (their JSON parsed once, shared with the other
 // stages): the usage (input and cache tokens from message_start, output from message_delta)
 // for accounting, and — for output guardrails — the assembled Message. Never changes a byte.
+// It is the /v1/messages stream's usage stage: the usage is told once, whole.
 
 type Json = Record<string, unknown>;
 
 /** Most bytes of text assembled for output checks; past it only usage is read. */
 const MAX_ASSEMBLED_BYTES = 16 * 1024 * 1024;
 
+/** The events that carry usage or end the answer; the others are read only to assemble it. */
+const READ_FOR_USAGE: ReadonlySet<string> = new Set(['message_start', 'message_delta', 'error']);
+
 export class MessagesStreamReader {
   readonly #collect: boolean;
   readonly usage: AnthropicUsageTotals = emptyUsageTotals();
   #sawUsage = false;
+  #model: string | undefined;
   #message: Json | undefined;
   readonly #blocks = new Map<number, Json>();
   #collected = 0;
@@ -29,8 +36,14 @@ export class MessagesStreamReader {
     return this.#sawUsage;
   }
 
-  /** Reads one frame of the stream. */
+  /** The model message_start names. */
+  get model(): string | undefined {
+    return this.#model;
+  }
+
+  /** Reads one frame of the stream (a content event is not parsed unless content is collected). */
   frame(frame: SseFrame): void {
+    if (!this.#collect && frame.event !== undefined && !READ_FOR_USAGE.has(frame.event)) return;
     this.#event(frame.json);
   }
 
@@ -56,6 +69,8 @@ export class MessagesStreamReader {
       case 'message_start': {
         const message = isRecord(event['message']) ? event['message'] : {};
         this.#note(message['usage']);
+        const model = message['model'];
+        if (typeof model === 'string' && model.length <= 256) this.#model = model;
         if (this.#collect) this.#message = { ...message };
         break;
       }
@@ -111,16 +126,62 @@ export class MessagesStreamReader {
   }
 }
 
-/** A pipeline step that shows every frame to a reader and passes it on unchanged. */
-export function messagesStreamTap(reader: MessagesStreamReader): SseEventTranslation {
-  return {
-    event(frame, out) {
-      try {
-        reader.frame(frame);
-      } catch {
-        // Reading is best effort; the frame passes regardless.
-      }
-      out.push(frame);
-    },
-  };
+/**
+ * Anthropic reports input_tokens apart from cache writes and reads; the request's prompt
+ * counts all three (as OpenAI's prompt_tokens counts cached ones), with the parts named.
+ */
+export function answerUsageOfTotals(totals: AnthropicUsageTotals): AnswerUsage {
+  const { inputTokens, cacheCreationTokens, cacheReadTokens, outputTokens } = totals;
+  const prompt = inputTokens + cacheCreationTokens + cacheReadTokens;
+  return { prompt, completion: outputTokens, total: prompt + outputTokens, cachedPrompt: cacheReadTokens, cacheWrite: cacheCreationTokens };
+}
+
+/** The usage of an Anthropic Message (or of the `{ usage, model }` a large answer's scanner read). */
+export function messageUsageOf(answer: unknown): AnswerUsage | undefined {
+  if (!isRecord(answer) || !isRecord(answer['usage'])) return undefined;
+  const totals = emptyUsageTotals();
+  addAnthropicUsage(totals, answer['usage']);
+  return answerUsageOfTotals(totals);
+}
+
+/**
+ * The /v1/messages stream's usage stage: every frame read by `reader`, the usage told to
+ * the sink once — at message_stop (the end of a whole answer, the client may close), or
+ * when the stream ends without one. Content deltas are counted for the estimate of a
+ * stream the client leaves early.
+ */
+export class MessagesUsageStage implements SseFrameStage {
+  readonly #reader: MessagesStreamReader;
+  readonly #sink: UsageTapSink;
+  #told = false;
+
+  constructor(reader: MessagesStreamReader, sink: UsageTapSink) {
+    this.#reader = reader;
+    this.#sink = sink;
+  }
+
+  frame(frame: SseFrame): SseFrame {
+    if (!frame.dispatch) return frame;
+    if (frame.event === 'content_block_delta') this.#sink.streamEvents++;
+    try {
+      this.#reader.frame(frame);
+    } catch {
+      // Reading is best effort; the frame passes regardless.
+    }
+    if (frame.event === 'message_stop') {
+      this.#tell();
+      this.#sink.onDone?.();
+    }
+    return frame;
+  }
+
+  end(): void {
+    this.#tell();
+  }
+
+  #tell(): void {
+    if (this.#told || !this.#reader.sawUsage) return;
+    this.#told = true;
+    this.#sink.onUsage(answerUsageOfTotals(this.#reader.usage), this.#reader.model);
+  }
 }

@@ -1,6 +1,6 @@
-import { tokenCountOr } from '../accounting/token-count.ts';
-import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
-import { SseFrame, type SseEventTranslation } from '../providers/sse-parser.ts';
+import { tokenCountOr } from '../../accounting/token-count.ts';
+import { isRecord } from '../../providers/anthropic/anthropic-wire.ts';
+import { SseFrame, type SseEventTranslation } from '../../providers/sse-parser.ts';
 
 // OpenAI chat completion (plain or streamed) → Anthropic Message (plain or the named SSE
 // events message_start … message_stop), for OpenAI-format targets behind /v1/messages.

@@ -1,17 +1,18 @@
 // /v1/messages to OpenAI-format providers, table-driven from
 // test/fixtures/providers/messages-openai/*.json (the golden-runner's fixture format with
-// Anthropic-shaped requests and answers). Requests are planned by the catalog's adapter,
-// answers, streams and errors translated by the adapter the messages route relays with.
+// Anthropic-shaped requests and answers). Requests are planned by the catalog's adapter with
+// the request's Messages ingress on the body (as the walk plans them), answers, streams and
+// errors translated by the adapter that ingress gives the relay.
 // Streams are fed whole, in 7-byte pieces and byte by byte; every frame's event name must
 // equal its payload's type, as in Anthropic's streams.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { messagesRelayAdapter } from '../../../proxy/anthropic-ingress/messages-adapter.ts';
+import { MessagesIngress } from '../../../proxy/ingress/anthropic-messages/messages-ingress.ts';
+import type { UpstreamRequestPlan } from '../../../proxy/providers/provider-adapter.ts';
 import { GatewayError } from '../../../proxy/errors.ts';
 import {
   assertMatches,
   loadGoldenFixtures,
-  planFixture,
   resolveFixtureTarget,
   eventReader,
   runStreamTranslator,
@@ -22,7 +23,17 @@ import {
 const fixtures = loadGoldenFixtures(new URL('../../fixtures/providers/messages-openai/', import.meta.url));
 
 function relayAdapter(fixture: GoldenFixture) {
-  return messagesRelayAdapter(resolveFixtureTarget(fixture).adapter, fixture.request);
+  return new MessagesIngress(fixture.endpoint).answerAdapter(resolveFixtureTarget(fixture), fixture.request);
+}
+
+/** Plans the fixture's request as the walk does: the catalog's adapter, the ingress riding on the body. */
+async function planFixture(fixture: GoldenFixture): Promise<UpstreamRequestPlan> {
+  const target = resolveFixtureTarget(fixture);
+  if (!target.adapter.supportsEndpoint(fixture.endpoint)) {
+    throw new GatewayError('AIGW_ERR_UNSUPPORTED_ENDPOINT', `Provider "${target.provider}" has no ${fixture.endpoint} endpoint.`);
+  }
+  const body = new MessagesIngress(fixture.endpoint).forwardedBody(fixture.request, fixture.target.headers ?? {});
+  return target.adapter.planRequest({ target, endpoint: fixture.endpoint, body, bodyChanged: false });
 }
 
 /** Each SSE event as { event, payload }. */

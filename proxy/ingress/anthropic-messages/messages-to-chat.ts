@@ -1,5 +1,5 @@
-import { GatewayError } from '../errors.ts';
-import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
+import { GatewayError } from '../../errors.ts';
+import { isRecord } from '../../providers/anthropic/anthropic-wire.ts';
 
 // Anthropic Messages request → OpenAI chat completions request, for targets that speak
 // only the OpenAI format. Pure. `system` becomes the first message; `tool_result` blocks

@@ -1,0 +1,59 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ProviderAdapter, ResolvedTarget } from '../../providers/provider-adapter.ts';
+import { UsageStage, usageOf, type AnswerUsage, type UsageTapSink } from '../../ratelimit/usage-tap.ts';
+import type { SseFrameStage } from '../../streams/sse-frame-pipeline.ts';
+import type { IngressTranslator, StreamFailure } from '../ingress-translator.ts';
+
+// The OpenAI client protocol (chat completions, completions, embeddings): the identity
+// translator. The pipeline's vocabulary is OpenAI's, so the body goes as the client sent it
+// and the answer comes back as the provider's adapter made it. Nothing in it is per request,
+// so one instance per endpoint serves every request (no allocation).
+
+/** OpenAI's mid-stream error: a data-only event with an `error` member (the SDKs raise it as an APIError). */
+export function openAIStreamErrorEvent(failure: StreamFailure): string {
+  const error = { message: failure.message, type: failure.type, param: null, code: failure.code };
+  return `data: ${JSON.stringify({ error })}\n\n`;
+}
+
+/** The OpenAI-shaped answers' usage (chat, completions, embeddings, responses): usage-tap's reading. */
+export class OpenAIIngress implements IngressTranslator {
+  readonly asksStreamUsage: boolean;
+
+  constructor(options: { asksStreamUsage: boolean }) {
+    this.asksStreamUsage = options.asksStreamUsage;
+  }
+
+  routingHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+    return headers;
+  }
+
+  forwardedBody(body: Record<string, unknown>): Record<string, unknown> {
+    return body;
+  }
+
+  deniedBody(openaiShaped: Record<string, unknown>): Record<string, unknown> {
+    return openaiShaped;
+  }
+
+  answerAdapter(target: ResolvedTarget): ProviderAdapter {
+    return target.adapter;
+  }
+
+  answerUsage(answer: unknown): AnswerUsage | undefined {
+    return usageOf(answer);
+  }
+
+  usageStage(sink: UsageTapSink, strip: boolean): SseFrameStage {
+    return new UsageStage(strip, sink);
+  }
+
+  streamErrorEvent(failure: StreamFailure): string {
+    return openAIStreamErrorEvent(failure);
+  }
+}
+
+/** Chat completions and completions: streams report usage only when asked, so the gateway asks. */
+export const OPENAI_CHAT_INGRESS: IngressTranslator = new OpenAIIngress({ asksStreamUsage: true });
+
+/** Embeddings: no stream, usage in every answer. */
+export const OPENAI_EMBEDDINGS_INGRESS: IngressTranslator = new OpenAIIngress({ asksStreamUsage: false });

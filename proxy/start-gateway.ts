@@ -245,7 +245,15 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
         now,
       }),
       // WebSocket transports: /v1/responses upgraded and /v1/realtime (docs/websocket.md).
-      websocketPlugin({ logger, rateLimiter, dynamicPolicies: () => policyStore.snapshot(), guardrails: { metrics, logger, dispatcher }, limits: options.websocket }),
+      websocketPlugin({
+        logger,
+        rateLimiter,
+        dynamicPolicies: () => policyStore.snapshot(),
+        budgets,
+        dynamicUsageLimits: () => usageLimitStore.snapshot(),
+        guardrails: { metrics, logger, dispatcher },
+        limits: options.websocket,
+      }),
       ...(options.plugins?.map((build) => build(gatewayHost)) ?? []),
       ...(options.console === true ? [consolePlugin()] : []),
     ],

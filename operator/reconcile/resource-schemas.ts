@@ -122,6 +122,9 @@ export const ModelPriceSpecSchema = ModelPriceEntrySchema.extend({
   outputPerMillion: ModelPriceEntrySchema.shape.outputPerMillion.describe('USD per million completion tokens.'),
   cachedInputPerMillion: ModelPriceEntrySchema.shape.cachedInputPerMillion.describe('USD per million prompt tokens read from a prompt cache (default: the input price).'),
   cacheWritePerMillion: ModelPriceEntrySchema.shape.cacheWritePerMillion.describe('USD per million prompt tokens written to a prompt cache (default: the input price).'),
+  audioInputPerMillion: ModelPriceEntrySchema.shape.audioInputPerMillion.describe('USD per million audio prompt tokens (realtime; default: the input price).'),
+  cachedAudioInputPerMillion: ModelPriceEntrySchema.shape.cachedAudioInputPerMillion.describe('USD per million audio prompt tokens read from a cache (default: the cached input price).'),
+  audioOutputPerMillion: ModelPriceEntrySchema.shape.audioOutputPerMillion.describe('USD per million audio completion tokens (default: the output price).'),
 });
 
 /** Guardrail: its checks and what happens on failure; open for the guardrail engine's keys. */

@@ -27,6 +27,12 @@ export interface TokenUsage {
   readonly cacheWrite?: number | undefined;
   /** Completion tokens spent on reasoning (billed as output). */
   readonly reasoning?: number | undefined;
+  /** Prompt tokens that are audio (⊂ prompt, cached audio included; realtime, audio chat). */
+  readonly audioPrompt?: number | undefined;
+  /** Audio prompt tokens read from the provider's cache (⊂ audioPrompt and ⊂ cachedPrompt). */
+  readonly cachedAudioPrompt?: number | undefined;
+  /** Completion tokens that are audio (⊂ completion). */
+  readonly audioCompletion?: number | undefined;
 }
 
 /** A state-file price for a model the table does not know (USD per million tokens). */
@@ -38,6 +44,12 @@ export interface ModelPriceOverride {
   readonly outputPerMillion: number;
   readonly cachedInputPerMillion?: number | undefined;
   readonly cacheWritePerMillion?: number | undefined;
+  /** Audio prompt tokens (default: the input price). */
+  readonly audioInputPerMillion?: number | undefined;
+  /** Audio prompt tokens read from a cache (default: the cached input price). */
+  readonly cachedAudioInputPerMillion?: number | undefined;
+  /** Audio completion tokens (default: the output price). */
+  readonly audioOutputPerMillion?: number | undefined;
 }
 
 // The gateway's provider names → the table's provider ids. Self-hosted providers (ollama,
@@ -72,10 +84,14 @@ interface FlatPrice {
   readonly output: number;
   readonly cacheRead: number;
   readonly cacheWrite: number;
+  // A model without an audio price bills audio tokens at its text rates (docs/websocket.md).
+  readonly audioInput: number;
+  readonly audioCacheRead: number;
+  readonly audioOutput: number;
 }
 
 const MAX_RESOLVED = 4096;
-const FLAT_KEYS = new Set(['input_mtok', 'output_mtok', 'cache_read_mtok', 'cache_write_mtok']);
+const FLAT_KEYS = new Set(['input_mtok', 'output_mtok', 'cache_read_mtok', 'cache_write_mtok', 'input_audio_mtok', 'cache_audio_read_mtok', 'output_audio_mtok']);
 
 export class PriceTable {
   readonly #overrides: ReadonlyMap<string, FlatPrice>;
@@ -86,11 +102,15 @@ export class PriceTable {
   constructor(overrides: readonly ModelPriceOverride[] = []) {
     const map = new Map<string, FlatPrice>();
     for (const entry of overrides) {
+      const cacheRead = entry.cachedInputPerMillion ?? entry.inputPerMillion;
       map.set(overrideKey(entry.provider, entry.model), {
         input: entry.inputPerMillion,
         output: entry.outputPerMillion,
-        cacheRead: entry.cachedInputPerMillion ?? entry.inputPerMillion,
+        cacheRead,
         cacheWrite: entry.cacheWritePerMillion ?? entry.inputPerMillion,
+        audioInput: entry.audioInputPerMillion ?? entry.inputPerMillion,
+        audioCacheRead: entry.cachedAudioInputPerMillion ?? cacheRead,
+        audioOutput: entry.audioOutputPerMillion ?? entry.outputPerMillion,
       });
     }
     this.#overrides = map;
@@ -160,7 +180,7 @@ function flatPriceOf(model: ModelInfo): FlatPrice | undefined {
   for (const [key, value] of Object.entries(prices)) {
     if (value === undefined) continue;
     if (typeof value !== 'number') return undefined;
-    // Prices for units we do not count (audio, images, searches) do not apply to our usage;
+    // Prices for units we do not count (images, searches) do not apply to our usage;
     // a per-request price would: leave those to the table.
     if (!FLAT_KEYS.has(key) && key.startsWith('requests')) return undefined;
   }
@@ -168,32 +188,75 @@ function flatPriceOf(model: ModelInfo): FlatPrice | undefined {
   const output = prices['output_mtok'];
   if (typeof input !== 'number' && typeof output !== 'number') return undefined;
   const inputPrice = typeof input === 'number' ? input : 0;
+  const outputPrice = typeof output === 'number' ? output : 0;
+  const cacheRead = numberOr(prices['cache_read_mtok'], inputPrice);
   return {
     input: inputPrice,
-    output: typeof output === 'number' ? output : 0,
-    cacheRead: typeof prices['cache_read_mtok'] === 'number' ? prices['cache_read_mtok'] : inputPrice,
-    cacheWrite: typeof prices['cache_write_mtok'] === 'number' ? prices['cache_write_mtok'] : inputPrice,
+    output: outputPrice,
+    cacheRead,
+    cacheWrite: numberOr(prices['cache_write_mtok'], inputPrice),
+    audioInput: numberOr(prices['input_audio_mtok'], inputPrice),
+    audioCacheRead: numberOr(prices['cache_audio_read_mtok'], cacheRead),
+    audioOutput: numberOr(prices['output_audio_mtok'], outputPrice),
   };
+}
+
+function numberOr(value: unknown, fallback: number): number {
+  return typeof value === 'number' ? value : fallback;
 }
 
 function flatCost(price: FlatPrice, usage: TokenUsage): number {
+  const split = splitUsage(usage);
+  const input =
+    split.textInput * price.input +
+    split.textCacheRead * price.cacheRead +
+    split.cacheWrite * price.cacheWrite +
+    split.audioInput * price.audioInput +
+    split.audioCacheRead * price.audioCacheRead;
+  return (input + split.textOutput * price.output + split.audioOutput * price.audioOutput) / 1e6;
+}
+
+/** Usage cut into disjoint parts, each clipped to what its parent leaves (hostile counts never add up past the prompt). */
+function splitUsage(usage: TokenUsage): {
+  textInput: number;
+  textCacheRead: number;
+  cacheWrite: number;
+  audioInput: number;
+  audioCacheRead: number;
+  textOutput: number;
+  audioOutput: number;
+} {
   const prompt = nonNegative(usage.prompt);
   const cacheRead = Math.min(nonNegative(usage.cachedPrompt), prompt);
   const cacheWrite = Math.min(nonNegative(usage.cacheWrite), prompt - cacheRead);
-  const uncached = prompt - cacheRead - cacheWrite;
-  const input = uncached * price.input + cacheRead * price.cacheRead + cacheWrite * price.cacheWrite;
-  return (input + nonNegative(usage.completion) * price.output) / 1e6;
+  const audioCacheRead = Math.min(nonNegative(usage.cachedAudioPrompt), nonNegative(usage.audioPrompt), cacheRead);
+  const audioInput = Math.min(nonNegative(usage.audioPrompt) - audioCacheRead, prompt - cacheRead - cacheWrite);
+  const completion = nonNegative(usage.completion);
+  const audioOutput = Math.min(nonNegative(usage.audioCompletion), completion);
+  return {
+    textInput: prompt - cacheRead - cacheWrite - audioInput,
+    textCacheRead: cacheRead - audioCacheRead,
+    cacheWrite,
+    audioInput,
+    audioCacheRead,
+    textOutput: completion - audioOutput,
+    audioOutput,
+  };
 }
 
 function tableUsage(usage: TokenUsage): Usage {
-  const prompt = nonNegative(usage.prompt);
-  const cacheRead = Math.min(nonNegative(usage.cachedPrompt), prompt);
-  return {
-    input_tokens: prompt,
+  const split = splitUsage(usage);
+  const counts: Usage = {
+    input_tokens: nonNegative(usage.prompt),
     output_tokens: nonNegative(usage.completion),
-    cache_read_tokens: cacheRead,
-    cache_write_tokens: Math.min(nonNegative(usage.cacheWrite), prompt - cacheRead),
+    cache_read_tokens: split.textCacheRead + split.audioCacheRead,
+    cache_write_tokens: split.cacheWrite,
   };
+  // The table's audio units (totals that include their cached part), only when there is audio.
+  if (split.audioInput + split.audioCacheRead > 0) counts['input_audio_tokens'] = split.audioInput + split.audioCacheRead;
+  if (split.audioCacheRead > 0) counts['cache_audio_read_tokens'] = split.audioCacheRead;
+  if (split.audioOutput > 0) counts['output_audio_tokens'] = split.audioOutput;
+  return counts;
 }
 
 function nonNegative(value: number | undefined): number {

@@ -58,6 +58,10 @@ export interface UsageCounts {
   readonly cachedPrompt?: number | undefined;
   readonly cacheWrite?: number | undefined;
   readonly reasoning?: number | undefined;
+  /** Audio parts (⊂ prompt, ⊂ cachedPrompt, ⊂ completion), priced at the model's audio rates. */
+  readonly audioPrompt?: number | undefined;
+  readonly cachedAudioPrompt?: number | undefined;
+  readonly audioCompletion?: number | undefined;
 }
 
 /**
@@ -67,8 +71,9 @@ export interface UsageCounts {
  * object when it is sane (the common case: no allocation); a refused total is recomputed.
  */
 export function saneUsage(usage: UsageCounts): UsageCounts {
-  const { prompt, completion, total, cachedPrompt, cacheWrite, reasoning } = usage;
-  if (isCount(prompt) && isCount(completion) && isCount(total) && isCount(cachedPrompt) && isCount(cacheWrite) && isCount(reasoning)) return usage;
+  const { prompt, completion, total, cachedPrompt, cacheWrite, reasoning, audioPrompt, cachedAudioPrompt, audioCompletion } = usage;
+  const audioSane = isCount(audioPrompt) && isCount(cachedAudioPrompt) && isCount(audioCompletion);
+  if (audioSane && isCount(prompt) && isCount(completion) && isCount(total) && isCount(cachedPrompt) && isCount(cacheWrite) && isCount(reasoning)) return usage;
   const checkedPrompt = derivedCount(prompt);
   const checkedCompletion = derivedCount(completion);
   const sum = checkedPrompt === undefined && checkedCompletion === undefined ? undefined : (checkedPrompt ?? 0) + (checkedCompletion ?? 0);
@@ -79,6 +84,9 @@ export function saneUsage(usage: UsageCounts): UsageCounts {
     cachedPrompt: derivedCount(cachedPrompt),
     cacheWrite: derivedCount(cacheWrite),
     reasoning: derivedCount(reasoning),
+    ...(audioPrompt === undefined && cachedAudioPrompt === undefined && audioCompletion === undefined
+      ? {}
+      : { audioPrompt: derivedCount(audioPrompt), cachedAudioPrompt: derivedCount(cachedAudioPrompt), audioCompletion: derivedCount(audioCompletion) }),
   };
 }
 

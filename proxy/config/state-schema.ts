@@ -139,6 +139,9 @@ export const ModelPriceEntrySchema = z.strictObject({
   outputPerMillion: z.number().nonnegative(),
   cachedInputPerMillion: z.number().nonnegative().optional(),
   cacheWritePerMillion: z.number().nonnegative().optional(),
+  audioInputPerMillion: z.number().nonnegative().optional(),
+  cachedAudioInputPerMillion: z.number().nonnegative().optional(),
+  audioOutputPerMillion: z.number().nonnegative().optional(),
 });
 
 export const GatewayStateSchema = z.strictObject({

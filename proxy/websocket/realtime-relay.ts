@@ -2,9 +2,13 @@ import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
-import { tokenCount } from '../accounting/token-count.ts';
+import { priceTableOf } from '../accounting/request-cost.ts';
+import { saneCost, tokenCount } from '../accounting/token-count.ts';
+import { DEFAULT_WORST_OUTPUT_TOKENS } from '../budgets/budget-admission.ts';
+import type { WorstCase } from '../budgets/budget-enforcer.ts';
+import type { SessionBudget } from '../budgets/session-budget.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError, toErrorBody } from '../errors.ts';
 import { headerValue } from '../gateway-headers.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { pickDeployment } from '../providers/azure-openai/azure-openai-adapter.ts';
@@ -13,6 +17,7 @@ import type { RequestContext } from '../request-context.ts';
 import type { Admission, RateLimiter } from '../ratelimit/rate-limiter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
 import type { PlanNode } from '../routing/routing-plan.ts';
+import type { ReachableTarget } from '../routing/reachable-targets.ts';
 import type { RouteSelection } from '../routing/select-route.ts';
 import { guardedLookup, type EgressPolicy } from '../upstream/egress-policy.ts';
 import { redactor, secretsOfTarget } from '../upstream/guarded-call.ts';
@@ -24,9 +29,9 @@ import { CLOSE, type Session, type SocketLimits } from './socket-registry.ts';
 // to the first target of the route that speaks realtime, through the same egress policy as
 // every upstream call (the resolved address is checked: upstream/egress-policy.ts). Frames
 // are relayed both ways; every `response.done` is read for its usage (input, output, cached
-// and audio tokens), which is added to the session's usage and charged to the key's token
-// limits as it arrives; the session is recorded once, when it ends, with its total usage
-// and cost (websocket-plugin.ts).
+// and audio tokens), which is added to the session's usage, priced (audio at the model's
+// audio rates), charged to the key's token limits and budgets as it arrives; the session is
+// recorded once, when it ends, with its total usage and cost (websocket-plugin.ts).
 
 /** Families whose realtime API the relay speaks. */
 const REALTIME_FAMILIES = new Set(['openai', 'azure-openai']);
@@ -34,6 +39,30 @@ const HANDSHAKE_TIMEOUT_MS = 10_000;
 const MAX_BAD_FRAMES = 16;
 /** Client frames waiting behind an input guardrail check; past it the session closes 1013. */
 const MAX_QUEUED_FRAMES = 256;
+
+/**
+ * What the next response may cost, per response: its prompt is at least the conversation so
+ * far (the last response's input, kept here), its output at most the realtime API's cap
+ * (4096 tokens), all of it audio at the model's audio rate.
+ */
+export interface RealtimeEstimate {
+  prompt: number;
+  audioPrompt: number;
+}
+
+/** The worst case of a session's next response over every target it may reach, for its budget reservation. */
+export function realtimeWorstCase(context: RequestContext, targets: readonly ReachableTarget[], estimate: RealtimeEstimate): WorstCase {
+  const table = priceTableOf(context.state);
+  const output = DEFAULT_WORST_OUTPUT_TOKENS;
+  const usage = { prompt: estimate.prompt, audioPrompt: estimate.audioPrompt, completion: output, audioCompletion: output };
+  let costUsd: number | undefined;
+  const reached = targets.length > 0 ? targets : [{ provider: context.provider, model: context.model }];
+  for (const target of reached) {
+    const cost = saneCost(table.costUsd(target.provider, target.model ?? context.model, usage, context.startedAtMs));
+    if (cost !== undefined) costUsd = Math.max(costUsd ?? 0, cost);
+  }
+  return { costUsd, tokens: estimate.prompt + output };
+}
 
 export interface UpstreamSocket {
   readonly socket: WebSocket;
@@ -179,6 +208,10 @@ export interface RelayDeps {
   readonly logger: Logger;
   readonly rateLimiter: RateLimiter | undefined;
   readonly admission: Admission | undefined;
+  /** The session's usage-limit policies, charged per response.done; undefined without budgets. */
+  readonly budget?: SessionBudget | undefined;
+  /** Read by the budget's next reservation; updated per response.done. */
+  readonly estimate?: RealtimeEstimate | undefined;
   /** The route's input guardrails (absent or empty: frames are relayed without a check). */
   readonly guardrails?: { readonly compiled: CompiledGuardrails; readonly runtime: GuardrailRuntime } | undefined;
 }
@@ -188,8 +221,10 @@ interface SessionUsage {
   output: number;
   cached: number;
   audioInput: number;
+  cachedAudio: number;
   audioOutput: number;
   responses: number;
+  costUsd: number;
 }
 
 export class RealtimeRelay implements Session {
@@ -197,7 +232,7 @@ export class RealtimeRelay implements Session {
   readonly keyId: string | undefined;
   readonly #upstream: WebSocket;
   readonly #deps: RelayDeps;
-  readonly #usage: SessionUsage = { input: 0, output: 0, cached: 0, audioInput: 0, audioOutput: 0, responses: 0 };
+  readonly #usage: SessionUsage = { input: 0, output: 0, cached: 0, audioInput: 0, cachedAudio: 0, audioOutput: 0, responses: 0, costUsd: 0 };
   #charged = false;
   #badFrames = 0;
   /** With guardrails: client frames in order behind the one being checked. */
@@ -321,17 +356,56 @@ export class RealtimeRelay implements Session {
     const output = tokenCount(usage['output_tokens']) ?? 0;
     const inputDetails = objectOf(usage['input_token_details']);
     const outputDetails = objectOf(usage['output_token_details']);
+    // OpenAI's convention: cached ⊂ input, audio ⊂ input (its cached part included), audio ⊂ output.
+    const cached = Math.min(tokenCount(inputDetails?.['cached_tokens']) ?? 0, input);
+    const audioInput = Math.min(tokenCount(inputDetails?.['audio_tokens']) ?? 0, input);
+    const cachedAudio = Math.min(tokenCount(objectOf(inputDetails?.['cached_tokens_details'])?.['audio_tokens']) ?? 0, cached, audioInput);
+    const audioOutput = Math.min(tokenCount(outputDetails?.['audio_tokens']) ?? 0, output);
     const total = this.#usage;
     total.input += input;
     total.output += output;
-    total.cached += Math.min(tokenCount(inputDetails?.['cached_tokens']) ?? 0, input);
-    total.audioInput += Math.min(tokenCount(inputDetails?.['audio_tokens']) ?? 0, input);
-    total.audioOutput += Math.min(tokenCount(outputDetails?.['audio_tokens']) ?? 0, output);
+    total.cached += cached;
+    total.audioInput += audioInput;
+    total.cachedAudio += cachedAudio;
+    total.audioOutput += audioOutput;
     total.responses++;
     const context = this.#deps.context;
-    context.usage = { prompt: total.input, completion: total.output, total: total.input + total.output, cachedPrompt: total.cached };
+    context.usage = {
+      prompt: total.input,
+      completion: total.output,
+      total: total.input + total.output,
+      cachedPrompt: total.cached,
+      audioPrompt: total.audioInput,
+      cachedAudioPrompt: total.cachedAudio,
+      audioCompletion: total.audioOutput,
+    };
     context.upstreamDoneAt = process.hrtime.bigint();
     this.#charge(input + output);
+    // This response priced on its own (audio at audio rates) and charged to the budgets; the
+    // next response's reservation starts from this one's prompt.
+    const cost = saneCost(
+      priceTableOf(context.state).costUsd(
+        context.provider,
+        context.model,
+        { prompt: input, completion: output, cachedPrompt: cached, audioPrompt: audioInput, cachedAudioPrompt: cachedAudio, audioCompletion: audioOutput },
+        context.startedAtMs,
+      ),
+    );
+    if (cost !== undefined) total.costUsd += cost;
+    const { budget, estimate } = this.#deps;
+    if (estimate !== undefined) {
+      estimate.prompt = input;
+      estimate.audioPrompt = audioInput;
+    }
+    budget?.charge({ costUsd: cost, tokens: input + output }).catch((error: unknown) => this.#overBudget(error));
+  }
+
+  /** The next response cannot be covered: an error event with the refusal, then close 1008 (1013 when the store is down). */
+  #overBudget(error: unknown): void {
+    const refusal = error instanceof GatewayError ? error : new GatewayError('AIGW_ERR_INTERNAL', 'The session budget could not be charged.');
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify({ type: 'error', event_id: null, error: toErrorBody(refusal).error }));
+    const overBudget = refusal.code === 'AIGW_ERR_BUDGET_EXCEEDED';
+    this.#closeBoth(overBudget ? CLOSE.policy : CLOSE.tryAgainLater, overBudget ? 'budget exceeded' : 'budget unavailable');
   }
 
   // The first charge settles the upgrade's reservation; later ones add to the windows.
@@ -348,12 +422,22 @@ export class RealtimeRelay implements Session {
     this.#deps.logger.info(
       {
         trace_id: context.traceId,
-        realtime: { responses: total.responses, input_tokens: total.input, output_tokens: total.output, cached_tokens: total.cached, audio_input_tokens: total.audioInput, audio_output_tokens: total.audioOutput },
+        realtime: {
+          responses: total.responses,
+          input_tokens: total.input,
+          output_tokens: total.output,
+          cached_tokens: total.cached,
+          audio_input_tokens: total.audioInput,
+          cached_audio_tokens: total.cachedAudio,
+          audio_output_tokens: total.audioOutput,
+          cost_usd: total.costUsd,
+        },
       },
       'realtime session ended',
     );
     // Nothing was spent: the upgrade's reservation is returned.
     if (!this.#charged) this.#charge(0);
+    this.#deps.budget?.close();
   }
 }
 

@@ -5,6 +5,8 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { API_KEY_HEADER } from '../auth/api-key-auth.ts';
+import type { BudgetRuntime } from '../budgets/budget-admission.ts';
+import { SessionBudget } from '../budgets/session-budget.ts';
 import { factsOf, type PolicyRuntime } from '../endpoints/policy-admission.ts';
 import { attachedGuardrailsOf, guardrailsOf, mergeGuardrails, type CompiledGuardrails, type GuardrailRuntime } from '../endpoints/guardrail-flow.ts';
 import { GatewayError } from '../errors.ts';
@@ -13,7 +15,7 @@ import type { RequestContext } from '../request-context.ts';
 import type { Admission } from '../ratelimit/rate-limiter.ts';
 import { reachableTargets, type ReachableTarget } from '../routing/reachable-targets.ts';
 import { selectRoute, type RouteSelection } from '../routing/select-route.ts';
-import { connectRealtimeUpstream, RealtimeRelay, type UpstreamSocket } from './realtime-relay.ts';
+import { connectRealtimeUpstream, RealtimeRelay, realtimeWorstCase, type RealtimeEstimate, type UpstreamSocket } from './realtime-relay.ts';
 import { ResponsesSession, type TurnDispatcher } from './responses-socket.ts';
 import { DEFAULT_SOCKET_LIMITS, SocketRegistry, type Session, type SocketLimits } from './socket-registry.ts';
 
@@ -22,10 +24,10 @@ import { DEFAULT_SOCKET_LIMITS, SocketRegistry, type Session, type SocketLimits 
 // @fastify/websocket runs an upgrade through Fastify's router and hooks before it accepts
 // it, so both are ordinary routes: the gateway's onRequest hooks authenticate the key
 // (default deny, scope `inference`), count it in flight, and the preHandler below admits it
-// (socket caps, routing, rate limits). A refusal is an HTTP answer on the upgrade
+// (socket caps, routing, rate limits, budgets). A refusal is an HTTP answer on the upgrade
 // (401/403/404/429/503), never an accepted socket closed at once.
 
-export interface WebSocketDeps extends PolicyRuntime {
+export interface WebSocketDeps extends PolicyRuntime, BudgetRuntime {
   readonly logger: Logger;
   /** What input guardrails on realtime text need (metrics, webhooks through the egress-guarded agent). */
   readonly guardrails: GuardrailRuntime;
@@ -45,6 +47,9 @@ interface Admitted {
   readonly admission: Admission | undefined;
   readonly upstream: UpstreamSocket | undefined;
   readonly inputGuards: CompiledGuardrails | undefined;
+  /** Realtime: the session's budget, charged per response.done. */
+  readonly budget: SessionBudget | undefined;
+  readonly estimate: RealtimeEstimate;
 }
 
 const ADMITTED = Symbol('aigateway.websocketAdmitted');
@@ -110,6 +115,8 @@ export function websocketPlugin(deps: WebSocketDeps): FastifyPluginAsync {
           logger: deps.logger,
           rateLimiter: deps.rateLimiter,
           admission: admitted.admission,
+          budget: admitted.budget,
+          estimate: admitted.estimate,
           guardrails: admitted.inputGuards === undefined ? undefined : { compiled: admitted.inputGuards, runtime: deps.guardrails },
         });
         hold(registry, relay, request, socket);
@@ -176,13 +183,34 @@ async function admitted(deps: WebSocketDeps, registry: SocketRegistry, request: 
     targets = reachableTargets(selection.plan, context.state, { body: model === undefined ? undefined : { model }, metadata: context.metadata, pathname: request.routeOptions.url ?? '' });
   }
   const admission = await admitSession(deps, context, targets);
+  const resolved = { targets, facts: factsOf(context, targets) };
+  // Budgets (docs/websocket.md): a realtime session reserves its first response's worst case
+  // now and is charged per response.done; a Responses turn is an HTTP request of its own,
+  // charged by that route, so the upgrade only checks the key has something left.
+  const estimate: RealtimeEstimate = { prompt: 0, audioPrompt: 0 };
+  let budget: SessionBudget | undefined;
+  try {
+    budget = await SessionBudget.open(deps, context, resolved, kind === 'realtime' ? () => realtimeWorstCase(context, targets, estimate) : () => SOMETHING_LEFT);
+  } catch (error) {
+    refundTokens(deps, admission);
+    throw error;
+  }
+  if (kind === 'responses') {
+    budget?.close();
+    budget = undefined;
+  }
   // Realtime: the route's and the attached input guardrails, checked on text frames.
   const inputGuards =
-    kind === 'realtime' && selection !== undefined
-      ? mergeGuardrails(guardrailsOf(selection.plan.settings, context.state), attachedGuardrailsOf(context.state, () => ({ targets, facts: factsOf(context, targets) })))
-      : undefined;
-  const upstream = kind === 'realtime' && selection !== undefined ? await connectRealtimeUpstream(selection, request, model, registry.limits) : undefined;
-  (request as AdmittedRequest)[ADMITTED] = { release, selection, admission, upstream, inputGuards };
+    kind === 'realtime' && selection !== undefined ? mergeGuardrails(guardrailsOf(selection.plan.settings, context.state), attachedGuardrailsOf(context.state, () => resolved)) : undefined;
+  let upstream: UpstreamSocket | undefined;
+  try {
+    upstream = kind === 'realtime' && selection !== undefined ? await connectRealtimeUpstream(selection, request, model, registry.limits) : undefined;
+  } catch (error) {
+    budget?.close();
+    refundTokens(deps, admission);
+    throw error;
+  }
+  (request as AdmittedRequest)[ADMITTED] = { release, selection, admission, upstream, inputGuards, budget, estimate };
   // Past this point the upgrade proceeds; the raw response is detached from the socket so
   // that its 'close' (the finish point) fires when the session ends, not when ws takes it.
   const socket = request.raw.socket;
@@ -192,7 +220,10 @@ async function admitted(deps: WebSocketDeps, registry: SocketRegistry, request: 
     // A client gone before the upgrade completes: the session never starts; account it now.
     socket.once('close', () => {
       release();
-      if (upstream !== undefined && !upstream.relayed) upstream.socket.terminate();
+      if (upstream !== undefined && !upstream.relayed) {
+        upstream.socket.terminate();
+        budget?.close();
+      }
       setImmediate(() => recordSession(request));
     });
   }
@@ -205,6 +236,14 @@ async function admitSession(deps: WebSocketDeps, context: RequestContext, target
   const fromApi = deps.dynamicPolicies();
   if (fromState.length === 0 && fromApi.length === 0) return undefined;
   return limiter.admit(fromApi.length === 0 ? fromState : [...fromState, ...fromApi], factsOf(context, targets), 1);
+}
+
+/** What a Responses upgrade asks of a budget: one unit, so a key with nothing left is refused. */
+const SOMETHING_LEFT = { costUsd: 1e-6, tokens: 1 } as const;
+
+/** An upgrade refused after its rate-limit admission gives back the tokens it reserved. */
+function refundTokens(deps: WebSocketDeps, admission: Admission | undefined): void {
+  if (deps.rateLimiter !== undefined && admission !== undefined && admission.tokenWindows.length > 0) deps.rateLimiter.settleTokens(admission, 0);
 }
 
 function noop(): void {}

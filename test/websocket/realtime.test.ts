@@ -3,6 +3,7 @@
 // provider's key upstream, usage from every response.done accounted, charged and recorded.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import { calcPrice } from '@pydantic/genai-prices';
 import { startMockRealtime, DEFAULT_REALTIME_USAGE, type MockRealtime } from '../fixtures/mock-openai-realtime.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -93,9 +94,14 @@ describe('/v1/realtime relay', () => {
     assert.equal(record.completionTokens, 100);
     assert.equal(record.cachedTokens, 80);
     assert.equal(record.provider, 'openai');
-    assert.ok(record.costUsd === undefined || record.costUsd > 0);
+    // Audio at the model's audio rates, as the price table's own calculation has it.
+    const price = calcPrice({ input_tokens: 100, output_tokens: 50, cache_read_tokens: 40, input_audio_tokens: 40, cache_audio_read_tokens: 20, output_audio_tokens: 40 }, MODEL, { providerId: 'openai' });
+    assert.ok(price !== null && record.costUsd !== undefined);
+    assert.ok(Math.abs(record.costUsd - 2 * price.total_price) < 1e-12, `${record.costUsd} is two responses at audio rates (${2 * price.total_price})`);
     const line = await eventually(() => harness.logs.find((l) => l['msg'] === 'realtime session ended'), 'the session log line');
-    assert.deepEqual(line['realtime'], { responses: 2, input_tokens: 200, output_tokens: 100, cached_tokens: 80, audio_input_tokens: 80, audio_output_tokens: 80 });
+    const { cost_usd: loggedCost, ...counts } = line['realtime'] as Record<string, number>;
+    assert.deepEqual(counts, { responses: 2, input_tokens: 200, output_tokens: 100, cached_tokens: 80, audio_input_tokens: 80, cached_audio_tokens: 40, audio_output_tokens: 80 });
+    assert.ok(Math.abs((loggedCost ?? 0) - record.costUsd) < 1e-12);
   });
 
   test('Azure OpenAI realtime: the deployment named the way each API version wants it, the key as api-key', async () => {

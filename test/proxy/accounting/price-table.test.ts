@@ -82,4 +82,35 @@ describe('price table', () => {
     assert.ok(cost !== undefined && cost >= 0);
     assert.doesNotThrow(() => table.costUsd('vertex-ai', 'gemini-1.5-pro', { prompt: 10, completion: 5, cachedPrompt: 50, cacheWrite: 99 }));
   });
+
+  test("audio tokens at the model's audio rates (realtime models), agreeing with the package; text rates when a model has none", () => {
+    const table = new PriceTable();
+    const usage = { prompt: 1000, completion: 500, cachedPrompt: 400, audioPrompt: 600, cachedAudioPrompt: 300, audioCompletion: 450 };
+    const counts = { input_tokens: 1000, output_tokens: 500, cache_read_tokens: 400, input_audio_tokens: 600, cache_audio_read_tokens: 300, output_audio_tokens: 450 };
+    for (const [provider, tableProvider, model] of [
+      ['openai', 'openai', 'gpt-realtime'],
+      ['openai', 'openai', 'gpt-4o-realtime-preview'],
+      ['azure-openai', 'azure', 'gpt-4o-mini-realtime-preview'],
+      ['vertex-ai', 'google', 'gemini-2.5-flash'],
+      ['openai', 'openai', 'gpt-4o-audio-preview'],
+    ] as const) {
+      const expected = calcPrice(counts, model, { providerId: tableProvider });
+      assert.ok(expected !== null, `${model} is in the table`);
+      close(table.costUsd(provider, model, usage), expected.total_price, `${provider}/${model}`);
+    }
+    const text = table.costUsd('openai', 'gpt-realtime', { prompt: 1000, completion: 500, cachedPrompt: 400 }) ?? 0;
+    assert.ok((table.costUsd('openai', 'gpt-realtime', usage) ?? 0) > 3 * text, 'audio costs more than text');
+    // Overrides: audio prices when given; otherwise the text prices; cached audio defaults to the cached price.
+    const priced = new PriceTable([
+      { model: 'voice', inputPerMillion: 1, outputPerMillion: 2, cachedInputPerMillion: 0.5, audioInputPerMillion: 10, cachedAudioInputPerMillion: 5, audioOutputPerMillion: 20 },
+      { model: 'plain', inputPerMillion: 1, outputPerMillion: 2, cachedInputPerMillion: 0.5 },
+    ]);
+    const m = 1_000_000;
+    const audio = { prompt: 4 * m, completion: 2 * m, cachedPrompt: 2 * m, audioPrompt: 2 * m, cachedAudioPrompt: m, audioCompletion: m };
+    close(priced.costUsd(undefined, 'voice', audio), 1 + 0.5 + 10 + 5 + 2 + 20, 'voice');
+    close(priced.costUsd(undefined, 'plain', audio), 2 * 1 + 2 * 0.5 + 2 * 2, 'plain: audio billed as text');
+    // Hostile audio counts never exceed their parents.
+    const hostile = priced.costUsd(undefined, 'voice', { prompt: 10, completion: 10, audioPrompt: 1e9, cachedAudioPrompt: 1e9, audioCompletion: 1e9 });
+    close(hostile, (10 * 10 + 10 * 20) / m, 'audio clipped to the prompt and completion');
+  });
 });

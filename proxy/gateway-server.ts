@@ -72,6 +72,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The client's body bytes, kept so an unchanged body is forwarded untouched. */
     rawBody: Buffer | undefined;
+    /** The request holds one of the server's in-flight slots (given back when it closes). */
+    holdsSlot: boolean;
+    /** …and one of this key's. */
+    slotKeyId: string | undefined;
   }
 }
 
@@ -135,7 +139,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   // Keep the raw bytes and parse them once; the bytes are what gets forwarded. JSON only:
   // text/plain (Fastify's other default) is a 415, not a string body.
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, function parseJsonBody(request, body, done) {
     const raw = body as Buffer;
     request.rawBody = raw;
     if (raw.length === 0) {
@@ -159,27 +163,41 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   });
 
   // Overload: a bounded number of requests in flight; past it, refuse fast rather than let
-  // latency and memory grow without bound.
+  // latency and memory grow without bound. Per key, after auth: one key's slow uploads or
+  // streams hold at most its share of that budget, so another key still gets in (past its
+  // share a key gets a fast 429). Both slots are given back when the response closes, after
+  // its accounting (armRequestFinish's one 'close' listener).
   const maxInFlight = options.maxInFlight ?? 2048;
   let inFlight = 0;
-  const release = (): void => {
+  const maxInFlightPerKey = options.maxInFlightPerKey ?? defaultInFlightPerKey(maxInFlight);
+  const inFlightByKey = new Map<string, number>();
+  const releaseSlots = (request: FastifyRequest): void => {
+    if (!request.holdsSlot) return;
+    request.holdsSlot = false;
     inFlight--;
+    const keyId = request.slotKeyId;
+    if (keyId === undefined) return;
+    const left = (inFlightByKey.get(keyId) ?? 1) - 1;
+    if (left <= 0) inFlightByKey.delete(keyId);
+    else inFlightByKey.set(keyId, left);
   };
+  app.decorateRequest('holdsSlot', false);
+  app.decorateRequest('slotKeyId', undefined);
 
   // Default deny, decided on the route that matched (auth/route-access.ts). A callback hook,
   // not an async one: no promise per request on the hot path.
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', function admitRequest(request, reply, done) {
     const traceId = traceIdFor(headerValue(request.headers[HEADER.traceId]));
     request.gateway = newRequestContext(traceId, state);
     reply.header(HEADER.traceId, traceId);
-    armRequestFinish(request, reply, finishDeps);
+    armRequestFinish(request, reply, finishDeps, releaseSlots);
     if (isPublicRoute(request)) return done();
     if (inFlight >= maxInFlight) {
       metrics.overloadRejections.inc();
       return done(new GatewayError('AIGW_ERR_OVERLOADED', 'The gateway is at capacity; retry shortly.', { headers: { 'retry-after': '1' } }));
     }
     inFlight++;
-    reply.raw.once('close', release);
+    request.holdsSlot = true;
     try {
       request.gateway.apiKey = authenticateMatchedRoute(request, request.gateway.state);
       request.gateway.metadata = parseMetadata(headerValue(request.headers[HEADER.metadata]));
@@ -187,14 +205,6 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     } catch (error) {
       return done(error as Error);
     }
-    done();
-  });
-
-  // Per key, after auth: one key's slow uploads or streams hold at most its share of the
-  // budget above, so another key still gets in (past its share a key gets a fast 429).
-  const maxInFlightPerKey = options.maxInFlightPerKey ?? defaultInFlightPerKey(maxInFlight);
-  const inFlightByKey = new Map<string, number>();
-  app.addHook('onRequest', (request, reply, done) => {
     const keyId = request.gateway.apiKey?.id;
     if (keyId === undefined) return done();
     const held = inFlightByKey.get(keyId) ?? 0;
@@ -206,11 +216,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
       );
     }
     inFlightByKey.set(keyId, held + 1);
-    reply.raw.once('close', () => {
-      const left = (inFlightByKey.get(keyId) ?? 1) - 1;
-      if (left <= 0) inFlightByKey.delete(keyId);
-      else inFlightByKey.set(keyId, left);
-    });
+    request.slotKeyId = keyId;
     done();
   });
 

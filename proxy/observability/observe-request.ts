@@ -1,12 +1,12 @@
-import type { Counter, Histogram } from 'prom-client';
 import type { GatewayState } from '../config/gateway-state.ts';
 import { catalogNames } from '../providers/provider-catalog.ts';
 import type { RequestContext } from '../request-context.ts';
 import { statusClass, type GatewayMetrics } from './gateway-metrics.ts';
+import { counterSeries, histogramSeries } from './metric-series.ts';
 
 // Metrics for one finished request, recorded after the response has gone out. Label sets
-// repeat (a handful of routes × providers × models), so each one's children are resolved
-// once and kept: prom-client would otherwise hash the label object on every observation.
+// repeat (a handful of routes × providers × models), so each one's series are resolved
+// once and kept (metric-series.ts: no label hashing or validation per observation).
 
 export const OPERATIONS: Readonly<Record<string, string>> = {
   '/v1/chat/completions': 'chat',
@@ -16,22 +16,25 @@ export const OPERATIONS: Readonly<Record<string, string>> = {
   '/v1/responses': 'responses',
 };
 
+type Observe = (value: number) => void;
+type Increment = (value?: number) => void;
+
 interface RouteSeries {
-  requests: ReturnType<Counter<string>['labels']>;
-  duration: ReturnType<Histogram<string>['labels']>;
-  overhead: ReturnType<Histogram<string>['labels']>;
+  requests: Increment;
+  duration: Observe;
+  overhead: Observe;
 }
 
 interface GenAiSeries {
-  duration: ReturnType<Histogram<string>['labels']>;
-  ttft: ReturnType<Histogram<string>['labels']>;
-  input: ReturnType<Histogram<string>['labels']>;
-  output: ReturnType<Histogram<string>['labels']>;
+  duration: Observe;
+  ttft: Observe;
+  input: Observe;
+  output: Observe;
 }
 
 interface CostSeries {
-  cost: ReturnType<Counter<string>['labels']>;
-  unpriced: ReturnType<Counter<string>['labels']>;
+  cost: Increment;
+  unpriced: Increment;
 }
 
 const MAX_CACHED = 2048;
@@ -96,13 +99,13 @@ export function observeRequest(metrics: GatewayMetrics, context: RequestContext,
   const series = cached(routeSeries, metrics, `${route}\u0000${provider}\u0000${klass}`, () => {
     const labels = { route, provider, status_class: klass };
     return {
-      requests: metrics.requests.labels(labels),
-      duration: metrics.requestDuration.labels(labels),
-      overhead: metrics.gatewayOverhead.labels({ route }),
+      requests: counterSeries(metrics.requests, labels),
+      duration: histogramSeries(metrics.requestDuration, labels),
+      overhead: histogramSeries(metrics.gatewayOverhead, { route }),
     };
   });
-  series.requests.inc();
-  series.duration.observe(seconds);
+  series.requests();
+  series.duration(seconds);
 
   const operation = OPERATIONS[route];
   if (operation === undefined || context.provider === undefined) return;
@@ -111,22 +114,22 @@ export function observeRequest(metrics: GatewayMetrics, context: RequestContext,
   const genAi = cached(genAiSeries, metrics, `${operation}\u0000${provider}\u0000${model}\u0000${errorType}`, () => {
     const labels = { gen_ai_operation_name: operation, gen_ai_system: provider, gen_ai_request_model: model };
     return {
-      duration: metrics.genAiDuration.labels({ ...labels, error_type: errorType }),
-      ttft: metrics.genAiTimeToFirstToken.labels(labels),
-      input: metrics.genAiTokenUsage.labels({ ...labels, gen_ai_token_type: 'input' }),
-      output: metrics.genAiTokenUsage.labels({ ...labels, gen_ai_token_type: 'output' }),
+      duration: histogramSeries(metrics.genAiDuration, { ...labels, error_type: errorType }),
+      ttft: histogramSeries(metrics.genAiTimeToFirstToken, labels),
+      input: histogramSeries(metrics.genAiTokenUsage, { ...labels, gen_ai_token_type: 'input' }),
+      output: histogramSeries(metrics.genAiTokenUsage, { ...labels, gen_ai_token_type: 'output' }),
     };
   });
-  genAi.duration.observe(seconds);
-  if (context.ttftMs !== undefined) genAi.ttft.observe(context.ttftMs / 1000);
+  genAi.duration(seconds);
+  if (context.ttftMs !== undefined) genAi.ttft(context.ttftMs / 1000);
   const usage = context.usage;
-  if (usage?.prompt !== undefined) genAi.input.observe(usage.prompt);
-  if (usage?.completion !== undefined) genAi.output.observe(usage.completion);
+  if (usage?.prompt !== undefined) genAi.input(usage.prompt);
+  if (usage?.completion !== undefined) genAi.output(usage.completion);
   if (context.upstreamStartedAt !== undefined) {
     // Overhead: before the first upstream request, and after the last upstream answer ended.
     const before = context.upstreamStartedAt - context.startedAt;
     const after = context.upstreamDoneAt === undefined ? 0n : now - context.upstreamDoneAt;
-    series.overhead.observe(Number(before + (after > 0n ? after : 0n)) / 1e9);
+    series.overhead(Number(before + (after > 0n ? after : 0n)) / 1e9);
   }
 }
 
@@ -138,9 +141,9 @@ export function observeCost(metrics: GatewayMetrics, context: RequestContext): v
   const provider = providerLabel(context.provider, context.state);
   const model = metrics.modelLabel.of(context.model, knownLabels(context.state).models);
   const series = cached(costSeries, metrics, `${provider}\u0000${model}`, () => ({
-    cost: metrics.costUsd.labels({ provider, model }),
-    unpriced: metrics.unpricedRequests.labels({ provider, model }),
+    cost: counterSeries(metrics.costUsd, { provider, model }),
+    unpriced: counterSeries(metrics.unpricedRequests, { provider, model }),
   }));
-  if (cost === undefined) series.unpriced.inc();
-  else series.cost.inc(cost);
+  if (cost === undefined) series.unpriced();
+  else series.cost(cost);
 }

@@ -9,6 +9,7 @@ import type { GatewayMetrics } from './gateway-metrics.ts';
 import { observeCost, observeRequest, OPERATIONS } from './observe-request.ts';
 import { logRequest } from './log-line.ts';
 import type { RequestRecord, RequestRecordSink } from './request-record.ts';
+import { exchangeOf } from './request-exchange.ts';
 import type { RequestTracer } from './tracing.ts';
 
 // Every request is accounted exactly once — one log line, one log-store record, one set of
@@ -32,10 +33,14 @@ export interface FinishDeps {
 const UNRECORDED = new Set(['/metrics', '/health', '/ready']);
 // Reading the request log and the configuration does not write to the log: a console polling
 // them all day would otherwise fill the store with its own reads (docs/console.md).
-const UNLOGGED_READS = new Set(['/v1/logs', '/v1/logs/:id', '/v1/analytics/summary', '/v1/configuration']);
+const UNLOGGED_READS = new Set(['/v1/logs', '/v1/logs/:id', '/v1/logs/:id/exchange', '/v1/analytics/summary', '/v1/configuration']);
 
-/** Called once the context exists (first thing in onRequest). */
-export function armRequestFinish(request: FastifyRequest, reply: FastifyReply, deps: FinishDeps): void {
+/**
+ * Called once the context exists (first thing in onRequest). `released` runs after the
+ * accounting, on the same 'close' event: the server's in-flight slots are given back there
+ * instead of on listeners of their own (one listener and one closure per request, not three).
+ */
+export function armRequestFinish(request: FastifyRequest, reply: FastifyReply, deps: FinishDeps, released?: (request: FastifyRequest) => void): void {
   const context = request.gateway;
   const route = request.routeOptions.url ?? 'unmatched';
   if (deps.tracer !== undefined && !UNRECORDED.has(route)) {
@@ -45,12 +50,14 @@ export function armRequestFinish(request: FastifyRequest, reply: FastifyReply, d
       containFailure(deps, 'span', error);
     }
   }
-  reply.raw.once('close', () => {
+  // Node emits 'close' once per response: `on`, not `once` (no wrapper per request).
+  reply.raw.on('close', () => {
     try {
       finishRequest(request, reply, deps);
     } catch (error) {
       containFailure(deps, 'finish', error);
     }
+    released?.(request);
   });
 }
 
@@ -190,5 +197,6 @@ function recordOf(context: RequestContext, method: string, route: string, status
     retries: context.retries,
     guardrailVerdict: context.guardrailVerdict,
     errorCode: context.errorCode,
+    exchange: exchangeOf(context),
   };
 }

@@ -1,6 +1,4 @@
 import { tokenCount } from '../accounting/token-count.ts';
-import { NOT_JSON, type SseFrame } from '../providers/sse-parser.ts';
-import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 
 // Reads the provider's token usage from an answer on its way to the client, without
 // holding it back: a stage of the stream's frame pipeline, each frame forwarded as soon as
@@ -19,10 +17,6 @@ export interface AnswerUsage {
   readonly cacheWrite?: number | undefined;
   /** Completion tokens spent on reasoning. */
   readonly reasoning?: number | undefined;
-  /** Audio parts (realtime): ⊂ prompt, ⊂ cachedPrompt, ⊂ completion; priced at audio rates (accounting/price-table.ts). */
-  readonly audioPrompt?: number | undefined;
-  readonly cachedAudioPrompt?: number | undefined;
-  readonly audioCompletion?: number | undefined;
 }
 
 /**
@@ -75,11 +69,25 @@ export interface UsageTapSink {
 const USAGE_NULL = /,\s*"usage"\s*:\s*null/;
 
 /**
+ * What the usage stage reads of a stream frame. The pipeline's SseFrame (providers/sse-parser.ts)
+ * is one; the tap names only what it uses, so it depends on no floor above its own.
+ */
+export interface UsageFrame<Frame> {
+  /** False for frames that carry no event (blank lines, comments only). */
+  readonly dispatch: boolean;
+  readonly data: string;
+  readonly raw: string;
+  /** The data as JSON (parsed once, shared), or a symbol (sse-parser's NOT_JSON): JSON is never a symbol. */
+  readonly json: unknown;
+  rewritten(raw: string, data: string, sameJson: boolean): Frame;
+}
+
+/**
  * The usage stage of a stream's frame pipeline: reports usage and optionally drops the
  * usage-only chunk. Parses an event (through the frame, shared with the other stages) only
  * when it may carry usage that is not `null`.
  */
-export class UsageStage implements SseFrameStage {
+export class UsageStage {
   readonly #strip: boolean;
   readonly #sink: UsageTapSink;
 
@@ -88,7 +96,8 @@ export class UsageStage implements SseFrameStage {
     this.#sink = sink;
   }
 
-  frame(frame: SseFrame): SseFrame | undefined {
+  /** A stage of streams/sse-frame-pipeline.ts (SseFrameStage): the frame on, rewritten, or dropped. */
+  frame<Frame extends UsageFrame<Frame>>(frame: Frame): Frame | undefined {
     const data = frame.data;
     if (!frame.dispatch || data === '') return frame;
     if (data === '[DONE]') {
@@ -114,7 +123,7 @@ export class UsageStage implements SseFrameStage {
       return this.#strip ? frame.rewritten(raw.replace(USAGE_NULL, ''), data.replace(USAGE_NULL, ''), true) : frame;
     }
     const payload = frame.json;
-    if (payload === NOT_JSON) return frame;
+    if (typeof payload === 'symbol') return frame; // NOT_JSON
     const usage = usageOf(payload);
     if (usage === undefined) {
       this.#sink.streamEvents++;

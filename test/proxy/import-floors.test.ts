@@ -22,7 +22,6 @@ const KNOWN_CLIMBS: ReadonlySet<string> = new Set([
   'proxy/config/state-schema.ts -> proxy/mcp/mcp-schema.ts',
   'proxy/config/state-validation.ts -> proxy/providers/provider-catalog.ts',
   'proxy/config/state-validation.ts -> proxy/routing/routing-plan.ts',
-  'proxy/upstream/call-target.ts -> proxy/providers/provider-adapter.ts',
 ]);
 
 interface Floor {

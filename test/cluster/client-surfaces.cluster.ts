@@ -434,7 +434,7 @@ spec:
     }
   });
 
-  test('#31 the console through the proxy Service: the page with its strict CSP, and /v1/configuration listing the providers of the applied resources on both pods', async () => {
+  test('#31 the console through the proxy Service: the page with its strict CSP, and /v1/configuration listing the providers of the applied resources, their source resources and both pods\' hashes', async () => {
     const page = await request(`${serviceOrigin}/console/`, { dispatcher: direct });
     const html = await page.body.text();
     assert.equal(page.statusCode, 200);
@@ -485,16 +485,27 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
       for (const entry of hashes) assert.equal(entry.replica, entry.pod);
       assert.equal(new Set(hashes.map((entry) => entry.hash)).size, 1, JSON.stringify(hashes));
       assert.ok(pods.some((pod) => pod.name === viaService.body['replica']), 'the Service answered from one of the pods');
-      // Per-replica hashes and source resources, where the configuration reports them (another change).
-      const replicas = viaService.body['replicas'];
-      if (Array.isArray(replicas)) {
-        const listed = JSON.stringify(replicas);
-        for (const entry of hashes) assert.ok(listed.includes(entry.pod) && listed.includes(String(entry.hash)), `${entry.pod} ${String(entry.hash)} in ${listed}`);
-        log(`/v1/configuration replicas: ${listed.slice(0, 400)}`);
-      } else log('/v1/configuration has no per-replica list yet: each pod was asked directly');
-      const source = (providers.find((entry) => entry.slug === 'console-extra') as Record<string, unknown> | undefined)?.['source'];
-      if (source !== undefined) log(`Provider console-extra source: ${JSON.stringify(source)}`);
-      log(`console through ${serviceOrigin}: /console/ 200 with CSP "${csp}"; /v1/configuration lists mock + console-extra (keys never shown); both pods serve state ${String(hashes[0]?.hash).slice(0, 16)}…`);
+      // In a cluster the configuration carries the operator's view: every proxy pod with the
+      // hash it serves, and the custom resource each item came from with its conditions.
+      const cluster = await eventually(async () => {
+        const answer = (await getJson(serviceOrigin, '/v1/configuration')).body as {
+          mode?: string;
+          cluster_error?: string | null;
+          desired_hash?: string;
+          replicas?: Array<{ pod: string | null; served_hash: string | null; matches_desired: boolean }> | null;
+          providers?: Array<{ slug: string; source?: { kind: string; name: string; conditions: Array<{ type: string; status: string }> } | null }>;
+        };
+        const replicas = answer.replicas ?? [];
+        const current = pods.every((pod) => replicas.some((replica) => replica.pod === pod.name && replica.served_hash === hashes[0]?.hash && replica.matches_desired));
+        return answer.mode === 'cluster' && answer.cluster_error === null && answer.desired_hash === hashes[0]?.hash && current ? answer : undefined;
+      }, "the operator's view listing both pods serving the desired hash", { timeoutMs: 60_000, intervalMs: 1_000 });
+      for (const slug of ['mock', 'console-extra']) {
+        const source = cluster.providers?.find((entry) => entry.slug === slug)?.source;
+        assert.equal(source?.kind, 'Provider', `${slug}: ${JSON.stringify(source)}`);
+        assert.equal(source?.name, slug);
+        assert.ok(source?.conditions.some((condition) => condition.type === 'Ready' && condition.status === 'True'), JSON.stringify(source));
+      }
+      log(`console through ${serviceOrigin}: /console/ 200 with CSP "${csp}"; /v1/configuration lists mock + console-extra (keys never shown) with their Provider resources and conditions; replicas ${JSON.stringify(cluster.replicas?.map((replica) => `${replica.pod}=${String(replica.served_hash).slice(0, 12)}`))}, desired ${String(cluster.desired_hash).slice(0, 12)}`);
     } finally {
       await kubectl('delete', 'provider', 'console-extra', '--ignore-not-found');
     }

@@ -29,8 +29,8 @@ export function specSchemaOf(kind: ResourceKind): JsonSchema {
   return { description: kind.description, ...structural };
 }
 
-function statusSchema(): JsonSchema {
-  const json = z.toJSONSchema(ResourceStatusSchema, { target: 'openapi-3.0', io: 'input' }) as JsonSchema;
+function statusSchema(kind: ResourceKind): JsonSchema {
+  const json = z.toJSONSchema(kind.status ?? ResourceStatusSchema, { target: 'openapi-3.0', io: 'input' }) as JsonSchema;
   const structural = toStructuralSchema(json, { maxRecursionDepth: 0 }) as { properties: Record<string, Record<string, unknown>> };
   // One condition per type: merged by type by server-side apply and strategic tools.
   structural.properties['conditions'] = { ...structural.properties['conditions'], 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] };
@@ -68,6 +68,16 @@ const PRINTER_COLUMNS: Readonly<Record<string, PrinterColumn[]>> = {
     { name: 'Unit', type: 'string', jsonPath: '.spec.unit', description: 'rpm, rph or rpd.' },
     { name: 'Value', type: 'number', jsonPath: '.spec.value', description: 'Limit per window and group.' },
     { name: 'Status', type: 'string', jsonPath: '.spec.status', description: 'active or archived (empty: active).' },
+    ...READY_COLUMNS,
+    AGE,
+  ],
+  UsageLimitPolicy: [
+    { name: 'Type', type: 'string', jsonPath: '.spec.type', description: 'cost (USD) or tokens.' },
+    { name: 'Limit', type: 'number', jsonPath: '.spec.credit_limit', description: 'Most each group may spend per period.' },
+    { name: 'Spent', type: 'number', jsonPath: '.status.spend.spent', description: 'Settled spend this period, all groups.' },
+    { name: 'Remaining', type: 'number', jsonPath: '.status.spend.remaining', description: 'What the tightest group has left.' },
+    { name: 'Period', type: 'string', jsonPath: '.status.spend.period', description: 'The current period.', priority: 1 },
+    { name: 'Threshold', type: 'string', jsonPath: `${condition('ThresholdReached')}.status`, description: 'The alert threshold was reached this period.', priority: 1 },
     ...READY_COLUMNS,
     AGE,
   ],
@@ -112,7 +122,7 @@ export function buildCrd(kind: ResourceKind): Record<string, unknown> {
                 // The API server allows nothing else here (metadata is implicitly specified).
                 metadata: { type: 'object' },
                 spec,
-                status: statusSchema(),
+                status: statusSchema(kind),
               },
             },
           },

@@ -63,6 +63,7 @@ export async function operatorCommand(args: string[]): Promise<number> {
         'owner-deployment': { type: 'string' },
         identity: { type: 'string' },
         'proxy-service': { type: 'string' },
+        'redis-url': { type: 'string' },
         'log-level': { type: 'string' },
       },
       strict: true,
@@ -110,6 +111,7 @@ export async function operatorCommand(args: string[]): Promise<number> {
     protectedSecrets: list(pick(values['protected-secrets'], 'AIGATEWAY_PROTECTED_SECRETS')),
     ownerDeployment: pick(values['owner-deployment'], 'AIGATEWAY_OWNER_DEPLOYMENT'),
     proxyService: pick(values['proxy-service'], 'AIGATEWAY_PROXY_SERVICE'),
+    budgetStoreUrl: pick(values['redis-url'], 'REDIS_URL'),
   });
   process.stderr.write(`aigateway operator: namespace ${namespace}, control-plane API ${operator.apiUrl}, metrics ${operator.metricsUrl}\n`);
   let closing = false;

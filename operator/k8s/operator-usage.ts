@@ -21,6 +21,8 @@ export const OPERATOR_USAGE = `  operator   Run the Kubernetes operator (watches
                --owner-deployment <name> owner of the output objects (env AIGATEWAY_OWNER_DEPLOYMENT)
                --proxy-service <name>    the proxy Service: GatewayConfigs get Programmed once every ready replica
                                          serves their generation (env AIGATEWAY_PROXY_SERVICE)
+               --redis-url <url>         the proxies' Redis: UsageLimitPolicies get status.spend and
+                                         ThresholdReached/Exhausted from its budget counters (env REDIS_URL)
                --identity <id>           leader-election identity (env POD_NAME; default hostname + random)
                --log-level <level>       (env AIGATEWAY_LOG_LEVEL, default info)
 `;

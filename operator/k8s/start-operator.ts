@@ -15,6 +15,8 @@ import { applyRenderedState, type OwnerReference } from './output-writer.ts';
 import { ProgrammedTracker } from './programmed-tracker.ts';
 import { ResourceCache } from './resource-cache.ts';
 import { StatusWriter } from './status-writer.ts';
+import { BudgetSpendTracker, SPEND_CONDITION_TYPES } from './budget-spend-tracker.ts';
+import type { BudgetStore } from '../../proxy/budgets/budget-store.ts';
 import { WorkQueue } from './work-queue.ts';
 
 // The operator process: informers on every replica (they feed the control-plane API and
@@ -55,6 +57,14 @@ export interface OperatorOptions {
    * ready replica behind it serves the config hash that carries their generation.
    */
   readonly proxyService?: string | undefined;
+  /**
+   * The proxies' shared budget store (REDIS_URL): UsageLimitPolicies get `status.spend` and
+   * ThresholdReached / Exhausted from it, read every `spendIntervalMs` (default 30 s).
+   */
+  readonly budgetStoreUrl?: string | undefined;
+  /** Instead of budgetStoreUrl (tests). */
+  readonly budgetStore?: (Pick<BudgetStore, 'scan'> & { close?(): Promise<void> }) | undefined;
+  readonly spendIntervalMs?: number;
 }
 
 export interface RunningOperator {
@@ -103,7 +113,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     return { result, serialized, state: loaded.state };
   };
 
-  const statusWriter = new StatusWriter({ client, namespace, identity: options.identity });
+  const statusWriter = new StatusWriter({ client, namespace, identity: options.identity, quietConditionTypes: SPEND_CONDITION_TYPES });
   const elector: LeaderElector = new LeaderElector({
     client,
     namespace,
@@ -118,6 +128,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       metrics.isLeader.set(1);
       applied = undefined;
       queue.add(KEY);
+      spend.poke();
     },
     onStoppedLeading: () => metrics.isLeader.set(0),
   });
@@ -165,6 +176,25 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     return out;
   };
 
+  // Budget spend in UsageLimitPolicy status (the leader reads the shared store).
+  const budgetStore = options.budgetStore ?? (options.budgetStoreUrl === undefined || options.budgetStoreUrl === '' ? undefined : await openBudgetStore(options.budgetStoreUrl));
+  const spend = new BudgetSpendTracker({
+    client,
+    namespace,
+    identity: options.identity,
+    store: budgetStore,
+    resources: () => cache.resources('UsageLimitPolicy'),
+    active: () => elector.isLeader && !closed && cache.synced,
+    onChange: () => queue.add(KEY),
+    intervalMs: options.spendIntervalMs,
+  });
+  const withSpend = (statuses: readonly RenderedStatus[]): readonly RenderedStatus[] =>
+    statuses.map((status) => {
+      if (status.kind !== 'UsageLimitPolicy' || !status.rendered) return status;
+      const conditions = spend.conditionsFor(status.name);
+      return conditions.length === 0 ? status : { ...status, conditions: [...status.conditions, ...conditions] };
+    });
+
   const reconcile = async (): Promise<void> => {
     if (!elector.isLeader || closed) return;
     if (!cache.synced) {
@@ -185,7 +215,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       }
       tracker?.expect(serialized.hash);
       stage = 'status';
-      const writes = await statusWriter.write(withProgrammed(result.statuses), (status) => cache.get(status.kind, status.name));
+      const writes = await statusWriter.write(withSpend(withProgrammed(result.statuses)), (status) => cache.get(status.kind, status.name));
       metrics.statusWrites.inc(writes);
       metrics.resources.reset();
       for (const status of result.statuses) {
@@ -218,6 +248,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     onRelist: (informer, reason) => metrics.informerRelists.inc({ informer, reason }),
     onChange: () => {
       queue.add(KEY);
+      spend.poke();
       // Followers serve the API too: refresh their view once per burst of changes.
       if (refreshScheduled) return;
       refreshScheduled = true;
@@ -262,6 +293,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     });
   } catch (error) {
     metricsServer?.server.close();
+    await budgetStore?.close?.();
     await client.close();
     throw error;
   }
@@ -269,6 +301,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   cache.start();
   elector.start();
   tracker?.start();
+  spend.start();
   const resync = setInterval(() => {
     applied = undefined;
     queue.add(KEY);
@@ -288,14 +321,22 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       closed = true;
       clearInterval(resync);
       tracker?.stop();
+      spend.stop();
       await queue.stop();
       await elector.stop();
       await cache.stop();
       await runningApi.close();
       await new Promise<void>((resolve) => runningMetrics.server.close(() => resolve()));
+      await budgetStore?.close?.();
       await client.close();
     },
   };
+}
+
+/** A read-only use of the proxies' Redis budget counters (scan only; calls may take 2 s). */
+async function openBudgetStore(url: string): Promise<Pick<BudgetStore, 'scan' | 'close'>> {
+  const { RedisBudgetStore } = await import('../../proxy/budgets/redis-budget-store.ts');
+  return new RedisBudgetStore({ url, commandTimeoutMs: 2_000 });
 }
 
 async function ownerOf(client: KubeClient, namespace: string, deployment: string | undefined, logger: Logger): Promise<OwnerReference | undefined> {

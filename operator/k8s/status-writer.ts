@@ -16,6 +16,8 @@ export interface StatusWriterOptions {
   /** Who writes (the pod name): Event reportingInstance. */
   readonly identity: string;
   readonly now?: () => Date;
+  /** Condition types whose owner records its own Events (budget spend): no Event per transition here. */
+  readonly quietConditionTypes?: ReadonlySet<string>;
 }
 
 interface Written {
@@ -61,6 +63,7 @@ export class StatusWriter {
       writes += 1;
       this.#written.set(key, { before: resource.metadata.resourceVersion, after: updated.metadata.resourceVersion, status: next });
       for (const transition of conditionTransitions(current, next)) {
+        if (this.#options.quietConditionTypes?.has(transition.type) === true) continue;
         await this.#event(status, resource, transition.warning ? 'Warning' : 'Normal', transition.reason, `${transition.type}=${transition.to}: ${transition.message}`);
       }
     }
@@ -77,32 +80,46 @@ export class StatusWriter {
   }
 
   async #event(status: RenderedStatus, resource: CustomResource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    const time = (this.#options.now?.() ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    await this.#options.client
-      .request('POST', `/api/v1/namespaces/${this.#options.namespace}/events`, {
-        body: {
-          apiVersion: 'v1',
-          kind: 'Event',
-          metadata: { name: `${status.name}.${randomBytes(8).toString('hex')}`, namespace: this.#options.namespace },
-          involvedObject: {
-            apiVersion: GROUP_VERSION,
-            kind: status.kind,
-            name: status.name,
-            namespace: this.#options.namespace,
-            uid: resource.metadata.uid,
-            resourceVersion: resource.metadata.resourceVersion,
-          },
-          type,
-          reason,
-          message: message.slice(0, 1024),
-          source: { component: FIELD_MANAGER },
-          reportingComponent: FIELD_MANAGER,
-          reportingInstance: this.#options.identity,
-          firstTimestamp: time,
-          lastTimestamp: time,
-          count: 1,
-        },
-      })
-      .catch(() => undefined); // Events are best effort: a failed Event never fails a reconcile
+    await recordEvent(this.#options, { kind: status.kind, name: status.name, resource }, type, reason, message);
   }
+}
+
+/** Records a core/v1 Event about one of our resources; best effort (a failed Event never fails the caller). */
+export async function recordEvent(
+  options: Pick<StatusWriterOptions, 'client' | 'namespace' | 'identity' | 'now'>,
+  about: { readonly kind: string; readonly name: string; readonly resource: CustomResource },
+  type: 'Normal' | 'Warning',
+  reason: string,
+  message: string,
+): Promise<void> {
+  const time = (options.now?.() ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  await options.client
+    .request('POST', `/api/v1/namespaces/${options.namespace}/events`, {
+      body: {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: `${about.name}.${randomBytes(8).toString('hex')}`, namespace: options.namespace },
+        involvedObject: {
+          apiVersion: GROUP_VERSION,
+          kind: about.kind,
+          name: about.name,
+          namespace: options.namespace,
+          uid: about.resource.metadata.uid,
+          resourceVersion: about.resource.metadata.resourceVersion,
+        },
+        type,
+        reason,
+        message: message.slice(0, 1024),
+        source: { component: FIELD_MANAGER },
+        reportingComponent: FIELD_MANAGER,
+        reportingInstance: options.identity,
+        firstTimestamp: time,
+        lastTimestamp: time,
+        count: 1,
+      },
+    })
+    .then(
+      () => undefined,
+      () => undefined,
+    );
 }

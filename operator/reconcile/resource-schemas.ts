@@ -163,11 +163,11 @@ export const ModelSpecSchema = z.strictObject({
   workspaces: modelShape.workspaces,
 });
 
-export const CONDITION_TYPES = ['Accepted', 'ResolvedRefs', 'Ready', 'Programmed'] as const;
+export const CONDITION_TYPES = ['Accepted', 'ResolvedRefs', 'Ready', 'Programmed', 'ThresholdReached', 'Exhausted'] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 
 export const ConditionSchema = z.strictObject({
-  type: z.string().min(1).max(316).describe('Accepted (spec valid), ResolvedRefs (references found), Ready (rendered into the state), Programmed (GatewayConfig: every ready proxy replica serves this generation).'),
+  type: z.string().min(1).max(316).describe('Accepted (spec valid), ResolvedRefs (references found), Ready (rendered into the state), Programmed (GatewayConfig: every ready proxy replica serves this generation), ThresholdReached and Exhausted (UsageLimitPolicy: this period\'s spend).'),
   status: z.enum(['True', 'False', 'Unknown']).describe('True, False or Unknown.'),
   observedGeneration: z.int().min(0).optional().describe('The metadata.generation this condition was computed for.'),
   lastTransitionTime: z.string().describe('RFC 3339 time of the last status change.'),
@@ -183,6 +183,24 @@ export const ResourceStatusSchema = z.strictObject({
 });
 
 export type ResourceStatus = z.infer<typeof ResourceStatusSchema>;
+
+/** UsageLimitPolicy `status.spend`: the current period's spend, read by the operator from the shared budget store (docs/budgets.md). */
+export const BudgetSpendSchema = z.strictObject({
+  period: z.string().max(64).describe('The current period: 2026-11-26 (daily), w2026-11-23 (weekly, its Monday), m2026-11 (monthly) or all (never).'),
+  unit: z.enum(['usd', 'tokens']).describe('usd (type cost) or tokens.'),
+  limit: z.number().describe('credit_limit: the most each group may spend per period.'),
+  alertThreshold: z.number().optional().describe('alert_threshold, when set.'),
+  spent: z.number().describe('Settled spend this period, summed over every group.'),
+  remaining: z.number().describe('What the tightest group has left: limit minus its settled spend and open reservations.'),
+  groups: z.int().min(0).describe('Groups with spend or reservations this period (at most 1000 are read).'),
+  updatedAt: z.string().describe('RFC 3339 time the operator read these values from the budget store.'),
+});
+
+export type BudgetSpend = z.infer<typeof BudgetSpendSchema>;
+
+export const UsageLimitPolicyStatusSchema = ResourceStatusSchema.extend({
+  spend: BudgetSpendSchema.optional().describe('This period\'s spend (needs the shared budget store, Redis; absent otherwise).'),
+});
 
 const mcpShape = McpServerFieldsSchema.shape;
 
@@ -211,6 +229,8 @@ export interface ResourceKind {
   /** Key of the rendered state this kind feeds. */
   readonly stateKey: 'configs' | 'providers' | 'rateLimitPolicies' | 'prompts' | 'guardrails' | 'apiKeys' | 'models' | 'mcpServers' | 'usageLimitPolicies' | 'modelPrices';
   readonly spec: z.ZodType;
+  /** The status schema when it has more than conditions. */
+  readonly status?: z.ZodType;
   readonly description: string;
 }
 
@@ -294,6 +314,7 @@ export const RESOURCE_KINDS = {
     shortName: 'aigwul',
     stateKey: 'usageLimitPolicies',
     spec: UsageLimitPolicySpecSchema,
+    status: UsageLimitPolicyStatusSchema,
     description: 'A budget: USD (cost) or tokens per period (daily, weekly, monthly in a time zone, or never) and group, reserved before each request and settled to its real cost.',
   },
   ModelPrice: {

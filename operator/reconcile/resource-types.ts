@@ -46,7 +46,7 @@ export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
 /** A condition as the renderer decides it; the k8s layer adds times and generations. */
 export interface DesiredCondition {
-  readonly type: 'Accepted' | 'ResolvedRefs' | 'Ready' | 'Programmed';
+  readonly type: 'Accepted' | 'ResolvedRefs' | 'Ready' | 'Programmed' | 'ThresholdReached' | 'Exhausted';
   readonly status: ConditionStatus;
   /** CamelCase, e.g. `SecretNotFound`. */
   readonly reason: string;

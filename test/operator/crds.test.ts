@@ -59,6 +59,7 @@ describe('generated CRDs', () => {
         GatewayConfig: ['Mode', 'Targets', 'Programmed', 'Age'],
         Provider: ['Provider', 'Host', 'Ready', 'Reason', 'Age'],
         RateLimitPolicy: ['Type', 'Unit', 'Value', 'Status', 'Ready', 'Reason', 'Age'],
+        UsageLimitPolicy: ['Type', 'Limit', 'Spent', 'Remaining', 'Ready', 'Reason', 'Age'],
       };
       assert.deepEqual(columns, expected[kind.kind] ?? ['Ready', 'Reason', 'Age'], kind.kind);
       return crd.spec.names.shortNames[0];

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { compileRoutingPlan, type PlanNode } from '../routing/routing-plan.ts';
+import { compileRoutingPlan, type PlanNode } from './routing-plan.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
 import { parseRoutingConfig } from './routing-config-validation.ts';
 import { compileGuardrails } from '../guardrails/compile-guardrails.ts';

@@ -1,4 +1,4 @@
-import { compileRoutingPlan, type PlanNode } from '../routing/routing-plan.ts';
+import { compileRoutingPlan, type PlanNode } from './routing-plan.ts';
 import { PlanCompileError } from '../errors.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
 import type { GatewayStateDocument, ProviderEntry } from './state-schema.ts';

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { catalogEntry, catalogNames } from '../providers/provider-catalog.ts';
-import type { PlanNode } from '../routing/routing-plan.ts';
+import type { PlanNode } from './routing-plan.ts';
 import type { EgressPolicy } from '../upstream/egress-policy.ts';
 import { didYouMean } from './did-you-mean.ts';
 

@@ -17,7 +17,6 @@ const KNOWN_CLIMBS: ReadonlySet<string> = new Set([
   'proxy/config/gateway-state.ts -> proxy/guardrails/compile-guardrails.ts',
   'proxy/config/gateway-state.ts -> proxy/guardrails/guardrail-schema.ts',
   'proxy/config/state-schema.ts -> proxy/guardrails/guardrail-schema.ts',
-  'proxy/config/state-schema.ts -> proxy/mcp/mcp-schema.ts',
   'proxy/config/state-validation.ts -> proxy/providers/provider-catalog.ts',
 ]);
 

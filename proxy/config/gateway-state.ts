@@ -3,7 +3,7 @@ import { compileRoutingPlan, type PlanNode } from './routing-plan.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
 import { parseRoutingConfig } from './routing-config-validation.ts';
 import { compileGuardrails } from '../guardrails/compile-guardrails.ts';
-import type { GuardrailEntry } from '../guardrails/guardrail-schema.ts';
+import type { GuardrailEntry } from './guardrail-entry-schema.ts';
 import type { PromptEntry } from '../prompts/prompt-schema.ts';
 import { compileEgressPolicy, type EgressPolicy } from '../upstream/egress-policy.ts';
 import type { CredentialsDocument, GatewayStateDocument, ProviderEntry } from './state-schema.ts';

@@ -4,9 +4,7 @@
 // validated here too, so a bad entry is reported at load with its path, not when a
 // request first uses it.
 
-import { z } from 'zod';
-import { DenyingHookOutcomeSchema, HookCheckSchema } from '../config/routing-config-hooks-schema.ts';
-import { NonEmptyStringSchema } from '../config/routing-config-primitives.ts';
+import { GuardrailEntryFieldsSchema, type GuardrailEntry } from '../config/guardrail-entry-schema.ts';
 import { BUILTIN_CHECKS } from './builtin-checks.ts';
 import { compileCheck } from './compile-check.ts';
 
@@ -14,26 +12,15 @@ import { compileCheck } from './compile-check.ts';
  * @example
  * GuardrailEntrySchema.parse({ id: 'no-secrets', deny: true, checks: [{ id: 'default.pii', parameters: { categories: ['api_key'] } }] })
  */
-export const GuardrailEntrySchema = z
-  .strictObject({
-    id: NonEmptyStringSchema,
-    type: NonEmptyStringSchema.optional(),
-    checks: z.array(HookCheckSchema).min(1),
-    deny: z.boolean().optional(),
-    async: z.boolean().optional(),
-    on_fail: DenyingHookOutcomeSchema.optional(),
-    on_success: DenyingHookOutcomeSchema.optional(),
-    sequential: z.boolean().optional(),
-    fail_on_error: z.boolean().optional(),
-  })
-  .superRefine((entry, ctx) => {
-    entry.checks.forEach((check, index) => {
-      const compiled = compileCheck(check.id, check.parameters, ['checks', index], BUILTIN_CHECKS);
-      if ('issues' in compiled) for (const issue of compiled.issues) ctx.addIssue({ code: 'custom', path: [...issue.path], message: issue.message });
-    });
-    if (entry.async === true && (entry.deny === true || entry.on_fail?.deny === true || entry.on_success?.deny === true)) {
-      ctx.addIssue({ code: 'custom', path: ['async'], message: 'an async guardrail cannot deny (the answer is sent before it finishes)' });
-    }
+export const GuardrailEntrySchema = GuardrailEntryFieldsSchema.superRefine((entry, ctx) => {
+  entry.checks.forEach((check, index) => {
+    const compiled = compileCheck(check.id, check.parameters, ['checks', index], BUILTIN_CHECKS);
+    if ('issues' in compiled) for (const issue of compiled.issues) ctx.addIssue({ code: 'custom', path: [...issue.path], message: issue.message });
   });
+  if (entry.async === true && (entry.deny === true || entry.on_fail?.deny === true || entry.on_success?.deny === true)) {
+    ctx.addIssue({ code: 'custom', path: ['async'], message: 'an async guardrail cannot deny (the answer is sent before it finishes)' });
+  }
+});
 
-export type GuardrailEntry = z.infer<typeof GuardrailEntrySchema>;
+// The type lives with the fields, on the state floor (config/guardrail-entry-schema.ts).
+export type { GuardrailEntry };

@@ -15,7 +15,6 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** `importer -> imported`, both relative to the repository root. */
 const KNOWN_CLIMBS: ReadonlySet<string> = new Set([
   'proxy/config/gateway-state.ts -> proxy/guardrails/compile-guardrails.ts',
-  'proxy/config/gateway-state.ts -> proxy/guardrails/guardrail-schema.ts',
   'proxy/config/state-schema.ts -> proxy/guardrails/guardrail-schema.ts',
   'proxy/config/state-validation.ts -> proxy/providers/provider-catalog.ts',
 ]);

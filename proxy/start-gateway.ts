@@ -241,6 +241,8 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
         requestSink: options.requestSink,
         rateLimiter,
         dynamicPolicies: () => policyStore.snapshot(),
+        budgets,
+        dynamicUsageLimits: () => usageLimitStore.snapshot(),
         secretKey: options.env[SECRET_KEY_ENV],
         now,
       }),

@@ -40,6 +40,8 @@ export interface McpServer {
   admits(principal: McpPrincipal): boolean;
   /** The caller may see and call this tool (the server's own name). */
   allowsTool(principal: McpPrincipal, original: string): boolean;
+  /** USD per call of this tool (the server's own name), or undefined when unpriced. */
+  priceOf(original: string): number | undefined;
   /** input_guardrails on arguments, output_guardrails on results; undefined when none or unusable (then `guardrailProblem`). */
   readonly guardrails: CompiledGuardrails | undefined;
   /** Why the server's guardrails could not be compiled (calls then fail closed). */
@@ -109,6 +111,10 @@ function compileServer(entry: McpServerEntry, secretHeaders: Readonly<Record<str
     originalTool(exposed) {
       const original = back.get(exposed) ?? (rename.has(exposed) ? undefined : exposed);
       return original !== undefined && visible(original) ? original : undefined;
+    },
+    priceOf: (original) => {
+      const tools = entry.price?.tools;
+      return tools !== undefined && Object.hasOwn(tools, original) ? tools[original] : entry.price?.perCall;
     },
     admits: (principal) => grants === undefined || grants.some((grant) => grantMatches(grant, principal)),
     allowsTool(principal, original) {

@@ -8,6 +8,7 @@ import { z } from 'zod';
 export const MCP_SERVER_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
 const TOOL_NAME = z.string().min(1).max(128);
+const USD_PER_CALL = z.number().min(0).max(1000);
 
 /** Who may use a server (and which of its tools); any matching grant admits the caller. */
 export const McpGrantSchema = z.strictObject({
@@ -43,6 +44,13 @@ export const McpServerFieldsSchema = z.strictObject({
   input_guardrails: z.array(z.string().min(1)).optional().describe("Saved Guardrails run on every tool call's arguments (a denying one refuses the call)."),
   output_guardrails: z.array(z.string().min(1)).optional().describe("Saved Guardrails run on every tool result's text (a denying one withholds the result)."),
   timeoutMs: z.number().int().min(100).max(600_000).default(60_000).describe('Longest wait for one answer of this server.'),
+  price: z
+    .strictObject({
+      perCall: USD_PER_CALL.optional().describe('USD charged for every tool call of this server (tools without their own price).'),
+      tools: z.record(TOOL_NAME, USD_PER_CALL).optional().describe("USD charged per call of these tools (the server's own names); overrides perCall."),
+    })
+    .optional()
+    .describe('Cost of tool calls: recorded in the request log and cost metrics, and charged to cost usage-limit policies (a call they cannot cover is refused).'),
 });
 
 export const McpServerEntrySchema = McpServerFieldsSchema.refine((entry) => (entry.transport === 'stdio' ? entry.command !== undefined : entry.url !== undefined), {

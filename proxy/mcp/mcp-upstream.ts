@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -9,14 +8,16 @@ import type { Logger } from 'pino';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import type { McpServer } from './mcp-catalog.ts';
 import type { UpstreamSession } from './mcp-session.ts';
+import { postOnSession } from './mcp-upstream-post.ts';
 
 // The gateway as an MCP client (the official SDK's Client) to its upstreams.
 //
-// Streamable HTTP: no connection is kept. Each client request builds a Client on the
-// upstream session id sealed in the gateway session (the SDK skips initialize when a
-// session id is given), sends, and closes: any replica can do it. Its fetch goes through
-// the gateway's upstream agent (the egress policy applies), adds the server's headers only
-// for the server's own origin, follows no redirect, and cuts an answer past the byte cap.
+// Streamable HTTP: no connection is kept but the agent's. A request on an upstream session
+// whose id the gateway holds is one POST (mcp-upstream-post.ts): any replica can send it.
+// initialize and stateless upstreams (no session id) use an SDK Client for the call. Every
+// fetch goes through the gateway's upstream agent (the egress policy applies), adds the
+// server's headers only for the server's own origin, follows no redirect, and cuts an
+// answer past the byte cap.
 //
 // stdio and SSE: the connection is the session, so each replica keeps one per server
 // (started on first use, restarted when its definition changes or it dies) shared by every
@@ -44,12 +45,8 @@ export class UpstreamFailure extends Error {
 }
 
 const CLIENT_INFO = { name: 'aigateway', version: '1' };
-/** Kept upstream Clients per replica (one per upstream session in use). */
-const MAX_KEPT_CLIENTS = 1024;
-/** The call a kept Client's fetch runs for: `cap` aborts the call (its byte cap was exceeded), `end` tears its stream down once it is over. */
-const callLimit = new AsyncLocalStorage<{ readonly cap: AbortController; readonly end: AbortSignal }>();
 
-type KeptSession = UpstreamSession & { readonly id: string };
+type SessionWithId = UpstreamSession & { readonly id: string };
 const MAX_INITIALIZE_MS = 10_000;
 
 /** Notifications of pooled upstreams, for the GET streams of the sessions using them. */
@@ -66,7 +63,6 @@ export class McpUpstreams {
   readonly #deps: UpstreamDeps;
   readonly #pool = new Map<string, Pooled>();
   readonly #listeners = new Set<NotificationListener>();
-  readonly #kept = new Map<string, Client>();
   #closed = false;
 
   constructor(deps: UpstreamDeps) {
@@ -118,7 +114,10 @@ export class McpUpstreams {
         throw failureOf(error, server);
       }
     }
-    if (session.id !== undefined && !server.entry.forwardClientToken) return this.#requestOnKept(server, session as KeptSession, request, schema, signal);
+    if (session.id !== undefined) {
+      const cap = this.#deps.maxUpstreamBytes();
+      return postOnSession<T>({ dispatcher: this.#deps.dispatcher, server, session: session as SessionWithId, clientHeaders, message: request, schema, cap, signal });
+    }
     const limit = new AbortController();
     const transport = new StreamableHTTPClientTransport(new URL(server.entry.url as string), {
       sessionId: session.id,
@@ -140,48 +139,6 @@ export class McpUpstreams {
     } finally {
       await client.close().catch(() => undefined);
     }
-  }
-
-  /**
-   * A request on a kept Client for this upstream session (bounded, per replica): building
-   * and closing a Client and transport per request costs more than the call. Each call's
-   * byte cap aborts that call only (the cap reads the call's controller from callLimit).
-   */
-  async #requestOnKept<T>(server: McpServer, session: KeptSession, request: { method: string; params?: Record<string, unknown> | undefined }, schema: ResultSchema<T>, signal: AbortSignal | undefined): Promise<T> {
-    const key = `${server.name}\u0000${server.fingerprint}\u0000${session.id}\u0000${session.version}`;
-    let kept = this.#kept.get(key);
-    if (kept === undefined) {
-      const transport = new StreamableHTTPClientTransport(new URL(server.entry.url as string), {
-        sessionId: session.id,
-        fetch: this.#fetchFor(server, {}, undefined),
-        reconnectionOptions: NO_RECONNECT,
-      });
-      transport.setProtocolVersion(session.version);
-      const client = new Client(CLIENT_INFO, { capabilities: {} });
-      await client.connect(transport);
-      kept = client;
-      if (this.#kept.size >= MAX_KEPT_CLIENTS) this.#forget(this.#kept.keys().next().value as string);
-      this.#kept.set(key, kept);
-    }
-    const cap = new AbortController();
-    const end = new AbortController();
-    const client = kept;
-    try {
-      return (await callLimit.run({ cap, end: end.signal }, () => client.request(request as never, schema as never, { timeout: server.entry.timeoutMs, signal: anySignal(cap.signal, signal) }))) as T;
-    } catch (error) {
-      const failure = failureOf(error, server);
-      if (failure.kind === 'session_expired' || failure.kind === 'unavailable') this.#forget(key);
-      throw failure;
-    } finally {
-      // Not the request's signal: aborting that after the answer would send the upstream a cancellation.
-      end.abort();
-    }
-  }
-
-  #forget(key: string): void {
-    const client = this.#kept.get(key);
-    this.#kept.delete(key);
-    void client?.close().catch(() => undefined);
   }
 
   /** Opens the upstream's own notification stream (GET) for a streamable-HTTP session. */
@@ -214,10 +171,6 @@ export class McpUpstreams {
 
   /** Stops pooled servers whose definition is gone or changed. */
   retain(servers: ReadonlyMap<string, McpServer>): void {
-    for (const key of [...this.#kept.keys()]) {
-      const [name, fingerprint] = key.split('\u0000');
-      if (servers.get(name ?? '')?.fingerprint !== fingerprint) this.#forget(key);
-    }
     for (const [name, pooled] of this.#pool) {
       const current = servers.get(name);
       if (current === undefined || current.fingerprint !== pooled.fingerprint || current.entry.transport === 'streamable-http') {
@@ -229,7 +182,6 @@ export class McpUpstreams {
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const key of [...this.#kept.keys()]) this.#forget(key);
     const pooled = [...this.#pool.values()];
     this.#pool.clear();
     await Promise.allSettled(pooled.map(async (entry) => (await entry.ready.catch(() => undefined))?.close()));
@@ -300,8 +252,7 @@ export class McpUpstreams {
       }
       const response = (await undiciFetch(target, { ...(init as object), headers, redirect: 'manual', dispatcher } as never)) as unknown as Response;
       if (response.body === null || !Number.isFinite(cap)) return response;
-      const call = callLimit.getStore();
-      return new Response(capped(response.body, cap, limit ?? call?.cap, call?.end), { status: response.status, statusText: response.statusText, headers: response.headers });
+      return new Response(capped(response.body, cap, limit), { status: response.status, statusText: response.statusText, headers: response.headers });
     };
   }
 }
@@ -318,24 +269,10 @@ export interface ResultSchema<T> {
 const NO_RECONNECT = { maxReconnectionDelay: 1000, initialReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1, maxRetries: 0 };
 
 /** A body that errors (and aborts the request) once it has carried more than `cap` bytes. */
-function capped(body: ReadableStream<Uint8Array>, cap: number, limit: AbortController | undefined, end?: AbortSignal): ReadableStream<Uint8Array> {
+function capped(body: ReadableStream<Uint8Array>, cap: number, limit: AbortController | undefined): ReadableStream<Uint8Array> {
   let seen = 0;
   return body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
-      start(controller) {
-        // The call ended (answered, timed out, cancelled): its stream goes too, even if the upstream keeps sending.
-        end?.addEventListener(
-          'abort',
-          () => {
-            try {
-              controller.error(new UpstreamFailure('timeout', 'The call ended.'));
-            } catch {
-              // Already closed.
-            }
-          },
-          { once: true },
-        );
-      },
       transform(chunk, controller) {
         seen += chunk.byteLength;
         if (seen > cap) {

@@ -499,6 +499,10 @@ spec: { provider: openai, customHost: "http://mock-provider.${NS}.svc.cluster.lo
         const current = pods.every((pod) => replicas.some((replica) => replica.pod === pod.name && replica.served_hash === hashes[0]?.hash && replica.matches_desired));
         return answer.mode === 'cluster' && answer.cluster_error === null && answer.desired_hash === hashes[0]?.hash && current ? answer : undefined;
       }, "the operator's view listing both pods serving the desired hash", { timeoutMs: 60_000, intervalMs: 1_000 });
+      // The same key as a bearer token (as curl and SDKs send it): reported, not asserted.
+      const bearer = await request(`${serviceOrigin}/v1/configuration`, { dispatcher: direct, headers: { authorization: `Bearer ${gatewayKey}` } });
+      const bearerBody = (await bearer.body.json()) as { mode?: string; cluster_error?: string | null; replicas?: unknown[] | null };
+      log(`/v1/configuration with Authorization: Bearer: HTTP ${bearer.statusCode}, cluster_error ${JSON.stringify(bearerBody.cluster_error)}, ${bearerBody.replicas?.length ?? 'no'} replicas`);
       for (const slug of ['mock', 'console-extra']) {
         const source = cluster.providers?.find((entry) => entry.slug === slug)?.source;
         assert.equal(source?.kind, 'Provider', `${slug}: ${JSON.stringify(source)}`);

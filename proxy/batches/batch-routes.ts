@@ -12,6 +12,9 @@ import { callProvider, forwardingTarget, optionalForwardingTarget, readProviderJ
 import { parseListQuery } from './request-validation.ts';
 import { admitCall } from './route-policies.ts';
 import type { PolicyRuntime } from '../endpoints/policy-admission.ts';
+import type { BudgetRuntime } from '../budgets/budget-admission.ts';
+import { relayedHeaders } from '../upstream/guarded-call.ts';
+import { chargeForwardedBatch, chargesForwardedBatches } from './forwarded-batch-charging.ts';
 
 // /v1/batches. completion_window "immediate" → a gateway-managed batch (gwbatch-…) run by
 // the gateway's own pipeline; "24h" → the provider's batch API. Reads and cancels of
@@ -29,6 +32,8 @@ export interface BatchRouteDeps {
   readonly now: () => number;
   /** Rate limits: every call is counted (route-policies.ts); undefined counts nothing. */
   readonly policies?: PolicyRuntime;
+  /** Budgets: a forwarded batch found finished is charged by its results; undefined charges nothing. */
+  readonly budgets?: BudgetRuntime;
 }
 
 const SCOPE = { gatewayScope: 'inference' } as const;
@@ -82,7 +87,17 @@ export function registerBatchRoutes(app: FastifyInstance, deps: BatchRouteDeps):
     }
     const target = forwardingTarget(request, '/v1/batches/{batch_id}');
     await admitCall(deps.policies, request, target.provider);
-    return relayProviderAnswer(reply, target, await callProvider(deps.dispatcher, target, { method: 'GET', path: `batches/${encodeURIComponent(id)}` }));
+    const answer = await callProvider(deps.dispatcher, target, { method: 'GET', path: `batches/${encodeURIComponent(id)}` });
+    const budgets = deps.budgets;
+    if (!chargesForwardedBatches(budgets, request) || answer.statusCode < 200 || answer.statusCode >= 300) return relayProviderAnswer(reply, target, answer);
+    // Under a budget the batch object is read (it is small) to see whether it finished.
+    const headers = relayedHeaders(answer.headers, answer.redact);
+    for (const name of ['content-length', 'content-encoding', 'content-type']) delete headers[name];
+    const batch = await readProviderJson(target, answer);
+    chargeForwardedBatch({ runtime: budgets, dispatcher: deps.dispatcher, now: deps.now }, request, target, batch).catch((error: unknown) => {
+      request.log.warn({ batch: id, err: { message: (error as Error).message } }, 'could not charge a forwarded batch');
+    });
+    return reply.headers(headers).header(HEADER.provider, target.provider).send(batch);
   });
 
   app.post<{ Params: { id: string } }>('/v1/batches/:id/cancel', { config: SCOPE }, async (request, reply) => {

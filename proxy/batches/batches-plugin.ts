@@ -50,7 +50,7 @@ export function batchesPlugin(options: BatchesPluginOptions): (host: GatewayHost
     // Uploads are streamed by the file routes (to the store or the provider), never buffered.
     app.addContentTypeParser('multipart/form-data', (_request, _payload, done) => done(null));
     // Every files and batches call counts under the rate-limit policies (route-policies.ts).
-    registerBatchRoutes(app, { batches, files, dispatcher: host.dispatcher, wake: () => runner.wake(), now, policies: host });
+    registerBatchRoutes(app, { batches, files, dispatcher: host.dispatcher, wake: () => runner.wake(), now, policies: host, budgets: { budgets: host.budgets, dynamicUsageLimits: () => host.usageLimitStore?.snapshot() ?? [] } });
     registerFileRoutes(app, { files, dispatcher: host.dispatcher, now, maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, policies: host });
     registerFineTuningRoutes(app, { dispatcher: host.dispatcher });
     app.addHook('onReady', async () => {

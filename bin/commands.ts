@@ -49,6 +49,8 @@ Commands:
                --log-retention-days <n>  delete request logs older than this (env AIGATEWAY_LOG_RETENTION_DAYS,
                                      default 30; 0 keeps them)
                --console             serve the web console at /console (env AIGATEWAY_CONSOLE=true; docs/console.md)
+               --log-bodies          keep request headers (credentials redacted) and bodies (32 KiB each) beside
+                                     the request log (env AIGATEWAY_LOG_BODIES=true; default off: prompts are kept)
                --batch-concurrency <n> batch lines in flight per process (env AIGATEWAY_BATCH_CONCURRENCY, default 8)
                --batch-lease-ms <n>  a silent batch worker is presumed dead after this (env AIGATEWAY_BATCH_LEASE_MS, default 10000)
                --kube-configmap <name>  in a pod: also watch the state ConfigMap (and --kube-secret) through the
@@ -147,6 +149,7 @@ async function serve(args: string[]): Promise<number> {
       'log-store': { type: 'string' },
       'log-retention-days': { type: 'string' },
       console: { type: 'boolean' },
+      'log-bodies': { type: 'boolean' },
       'kube-configmap': { type: 'string' },
       'kube-secret': { type: 'string' },
     },
@@ -180,6 +183,8 @@ async function serve(args: string[]): Promise<number> {
   // In a cluster the console's replicas and custom resources come from the operator too.
   const clusterView = controlPlaneUrl === undefined ? undefined : (await import('../operator/api/cluster-view-client.ts')).clusterViewClient({ baseUrl: controlPlaneUrl });
   const requestLogging = await requestLoggingOf(values, dataDir, metrics, logger);
+  // Headers and bodies beside the log, only when asked for (docs/console.md).
+  const exchanges = requestLogging !== undefined && (values['log-bodies'] === true || process.env['AIGATEWAY_LOG_BODIES'] === 'true') ? await exchangeLoggingOf(values, dataDir, logger) : undefined;
   const consoleOn = values.console === true || process.env['AIGATEWAY_CONSOLE'] === 'true';
   const starting = startGateway({
     sources: { statePath: resolve(configPath), credentialsPath: credentialsPath && resolve(credentialsPath) },
@@ -203,9 +208,13 @@ async function serve(args: string[]): Promise<number> {
     clusterView,
     metrics,
     stateSource: kubeStateSourceOf(pick(values['kube-configmap'], 'AIGATEWAY_KUBE_CONFIGMAP'), pick(values['kube-secret'], 'AIGATEWAY_KUBE_SECRET'), env, logger),
-    requestSink: requestLogging?.sink,
+    requestSink: exchanges !== undefined && requestLogging !== undefined ? exchanges.wrapSink(requestLogging.sink) : requestLogging?.sink,
     console: consoleOn,
-    plugins: [batchesPluginOf(values, dataDir), ...(requestLogging === undefined ? [] : [requestLogging.routes])],
+    plugins: [
+      batchesPluginOf(values, dataDir),
+      ...(requestLogging === undefined ? [] : [requestLogging.routes]),
+      ...(exchanges === undefined || requestLogging === undefined ? [] : [exchanges.capture, exchanges.routes(requestLogging.store)]),
+    ],
   });
   // The log store opens (on its worker) while the gateway starts.
   const gateway = await Promise.all([starting, requestLogging?.ready]).then(
@@ -213,6 +222,7 @@ async function serve(args: string[]): Promise<number> {
     async (error: unknown) => {
       await (await starting.catch(() => undefined))?.close();
       await requestLogging?.close(); // its PostgreSQL pool would hold the exit
+      await exchanges?.close();
       await redis?.connection.close(); // so would the Redis socket
       throw listenFailure(error) ?? error;
     },
@@ -231,6 +241,7 @@ async function serve(args: string[]): Promise<number> {
     gateway
       .close({ delayMs: shutdownDelayMs, timeoutMs: drainTimeoutMs })
       .then(() => requestLogging?.close()) // flushes the queued records
+      .then(() => exchanges?.close())
       .then(() => redis?.connection.close()) // after the stores using it
       .then(
         () => {
@@ -284,6 +295,15 @@ function requestLoggingOf(
   if (kind === 'postgres' && databaseUrl === undefined) throw new UsageError('log-store postgres needs --database-url (or DATABASE_URL)');
   const retentionDays = positiveInteger(pick(flag('log-retention-days'), 'AIGATEWAY_LOG_RETENTION_DAYS', '30'), 'log-retention-days') ?? 30;
   return startRequestLogging({ kind, dataDir, databaseUrl, retentionDays, metrics, logger });
+}
+
+/** Headers and bodies in the log store's database (a SQLite file of their own standalone), with its retention. */
+async function exchangeLoggingOf(values: Record<string, string | boolean | undefined>, dataDir: string, logger: ReturnType<typeof createGatewayLogger>) {
+  const flag = (name: string): string | undefined => (typeof values[name] === 'string' ? values[name] : undefined);
+  const kind = pick(flag('log-store'), 'AIGATEWAY_LOG_STORE', 'sqlite') === 'postgres' ? 'postgres' : 'sqlite';
+  const retentionDays = positiveInteger(pick(flag('log-retention-days'), 'AIGATEWAY_LOG_RETENTION_DAYS', '30'), 'log-retention-days') ?? 30;
+  const { startExchangeLogging } = await import('../proxy/logs/exchange-logging.ts');
+  return startExchangeLogging({ kind, dataDir, databaseUrl: pick(flag('database-url'), 'DATABASE_URL'), retentionDays, logger });
 }
 
 /** In a cluster the control plane is the operator (forwarded); standalone it runs in-process. */

@@ -30,7 +30,11 @@ export function registerConfigurationRoutes(app: FastifyInstance, deps: Configur
   app.get('/v1/configuration', ADMIN, async (request) => {
     const state = deps.currentState();
     const workspace = workspaceLimit(request);
-    const description = describeConfiguration(state, workspace, await breakerStates(deps.metrics));
+    const description = {
+      ...describeConfiguration(state, workspace, await breakerStates(deps.metrics)),
+      // Whether GET /v1/logs/{id}/exchange exists (serve --log-bodies): the console asks it only then.
+      request_log: { bodies: request.server.hasRoute({ method: 'GET', url: '/v1/logs/:id/exchange' }) },
+    };
     if (deps.clusterView === undefined) {
       return { ...description, mode: 'standalone' as const, desired_hash: state.hash, replicas: standaloneReplicas(description.replica, state.hash, Date.now()), resources: null, cluster_error: null };
     }

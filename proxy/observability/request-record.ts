@@ -1,4 +1,5 @@
 import type { AttemptRecord } from '../request-context.ts';
+import type { RequestExchange } from './request-exchange.ts';
 
 // Kept here for callers; the type lives with the request context, whose `attempts` it is.
 export type { AttemptRecord } from '../request-context.ts';
@@ -49,6 +50,8 @@ export interface RequestRecord {
   /** Guardrail outcome summary (e.g. `pass`, `fail`, `deny`), when hooks ran. */
   readonly guardrailVerdict: string | undefined;
   readonly errorCode: string | undefined;
+  /** Headers and bodies, only with serve --log-bodies (proxy/logs/exchange-capture.ts); stores keep them apart. */
+  readonly exchange?: RequestExchange | undefined;
 }
 
 /** Receives every finished request; must return at once (queue, never block). */

@@ -7,7 +7,8 @@
 // With CONSOLE_SCREENSHOTS=<dir> it also writes the screenshots docs/console.md shows.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { dump } from 'js-yaml';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,10 @@ import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { pino } from 'pino';
 import { startRequestLogging, type RequestLogging } from '../../proxy/logs/request-logging.ts';
+import { startExchangeLogging, type ExchangeLogging } from '../../proxy/logs/exchange-logging.ts';
+import type { ClusterView } from '../../proxy/console/cluster-view.ts';
+import { controlPlaneRoutes } from '../../operator/api/control-plane.ts';
+import { startGateway, type RunningGateway } from '../../proxy/start-gateway.ts';
 import { createGatewayMetrics } from '../../proxy/observability/gateway-metrics.ts';
 import { DEFAULT_REPLY_TEXT, startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -28,6 +33,7 @@ const SCREENSHOTS = process.env['CONSOLE_SCREENSHOTS'];
 let dir: string;
 let mock: MockOpenAI;
 let logging: RequestLogging | undefined;
+let exchanges: ExchangeLogging | undefined;
 let harness: Harness;
 let browser: Browser;
 let prefixProxy: Server;
@@ -101,7 +107,14 @@ before(async () => {
     metrics: createGatewayMetrics(),
     logger: pino({ level: 'silent' }),
   });
-  harness = await startHarness({ state: state(), requestSink: logging?.sink, plugins: logging === undefined ? [] : [logging.routes], console: true });
+  // Headers and bodies kept (serve --log-bodies): the detail view shows them.
+  exchanges = await startExchangeLogging({ kind: 'sqlite', dataDir: dir, retentionDays: 1, logger: pino({ level: 'silent' }) });
+  harness = await startHarness({
+    state: state(),
+    requestSink: logging === undefined ? undefined : exchanges.wrapSink(logging.sink),
+    plugins: logging === undefined ? [] : [logging.routes, exchanges.capture, exchanges.routes(logging.store)],
+    console: true,
+  });
   await logging?.ready;
   // Traffic to look at: two teams, an error, and a fallback past a dead target.
   assert.equal(await chat({ model: 'gpt-4o-mini' }, { 'x-gateway-trace-id': 'trace-search-1', 'x-gateway-metadata': '{"team":"search"}' }), 200);
@@ -141,6 +154,7 @@ after(async () => {
   await browser?.close();
   await new Promise((resolve) => (prefixProxy === undefined ? resolve(undefined) : prefixProxy.close(resolve)));
   await harness?.close();
+  await exchanges?.close();
   await logging?.close();
   await mock?.close();
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });
@@ -202,6 +216,15 @@ describe('the web console in Chromium', { skip: SKIP }, () => {
       assert.match(attempts[0] ?? '', /config\.targets\[0\]/);
       assert.match(attempts[1] ?? '', /config\.targets\[1\][\s\S]*200/);
       assert.match(await detail.innerText(), /fallback-prod/);
+      // Headers with the keys redacted, and both bodies.
+      const exchange = detail.getByTestId('exchange');
+      await exchange.waitFor();
+      const exchangeText = await exchange.innerText();
+      assert.match(exchangeText, /x-gateway-api-key\s+\[redacted\]/);
+      assert.match(exchangeText, /x-gateway-config\s+fallback-prod/);
+      assert.match(exchangeText, /Request body[\s\S]*"content":\s*"hello"/);
+      assert.match(exchangeText, /Response body[\s\S]*chat\.completion/);
+      assert.equal((await page.content()).includes(TEST_GATEWAY_KEY), false, 'no gateway key in the page');
       await shot(page, 'request-detail');
       await page.keyboard.press('Escape');
       await detail.waitFor({ state: 'detached' });
@@ -222,6 +245,10 @@ describe('the web console in Chromium', { skip: SKIP }, () => {
       await page.getByRole('link', { name: 'Configuration' }).click();
       const ready = (await (await fetch(`${harness.gateway.origin}/ready`)).json()) as { config_hash: string };
       await page.getByTestId('state-hash').getByText(ready.config_hash).waitFor();
+      // Standalone: one replica, this process, serving the desired state.
+      const replicas = await page.getByTestId('replicas').locator('tbody tr').allInnerTexts();
+      assert.equal(replicas.length, 1);
+      assert.match(replicas[0] ?? '', new RegExp(`${ready.config_hash}[\\s\\S]*yes`));
       const tree = page.getByRole('article', { name: 'Routing tree of fallback-prod' });
       assert.match(await tree.innerText(), /fallback[\s\S]*primary[\s\S]*circuit open[\s\S]*backup/);
       // The rate-limit policies arrive from their own API call, after the configuration.
@@ -284,6 +311,79 @@ describe('the web console in Chromium', { skip: SKIP }, () => {
       assert.deepEqual(problems, []);
     } finally {
       await context.close();
+    }
+  });
+
+  test('in a cluster: each replica with the hash it serves, and the custom resource behind each item with its conditions', { timeout: 30_000 }, async () => {
+    // A proxy whose operator answers a canned view (the operator's side is test/operator/cluster-view.test.ts).
+    let desired = '';
+    const condition = (type: string, status: string, reason: string, message: string) => ({ type, status, reason, message, last_transition_time: '2026-01-01T00:00:00Z' });
+    const source = (kind: string, name: string, generation: number, item: ClusterView['sources'][number]['item'], conditions: ClusterView['sources'][number]['conditions']) => ({
+      kind,
+      namespace: 'aigw',
+      name,
+      generation,
+      observed_generation: generation,
+      rendered: item !== null,
+      item,
+      conditions,
+    });
+    const view = (): ClusterView => ({
+      object: 'gateway.cluster',
+      namespace: 'aigw',
+      desired_hash: desired,
+      replicas_tracked: true,
+      replicas: [
+        { pod: 'aigw-proxy-7d9f-abcde', address: '10.42.0.11:8787', served_hash: desired, matches_desired: true, checked_at: new Date().toISOString() },
+        { pod: 'aigw-proxy-7d9f-fghij', address: '10.42.0.12:8787', served_hash: 'sha256:0ld0ld', matches_desired: false, checked_at: new Date().toISOString() },
+      ],
+      sources: [
+        source('GatewayConfig', 'fallback-prod', 4, { section: 'configs', id: 'fallback-prod' }, [
+          condition('Accepted', 'True', 'Accepted', 'The spec is valid.'),
+          condition('Ready', 'True', 'Rendered', 'Part of the rendered gateway state.'),
+          condition('Programmed', 'False', 'Pending', 'Waiting for every ready proxy replica to serve this generation.'),
+        ]),
+        source('Provider', 'broken', 2, null, [condition('Accepted', 'False', 'InvalidSpec', 'spec.customHost: Invalid URL'), condition('Ready', 'False', 'InvalidSpec', 'Left out of the gateway state: spec.customHost: Invalid URL')]),
+        source('Provider', 'mock', 3, { section: 'providers', id: 'mock' }, [condition('Ready', 'True', 'Rendered', 'Part of the rendered gateway state.'), condition('Programmed', 'True', 'Programmed', 'Every ready proxy replica serves this generation.')]),
+      ],
+      has_more_sources: false,
+    });
+    const clusterDir = await mkdtemp(join(tmpdir(), 'aigw-console-cluster-'));
+    await writeFile(join(clusterDir, 'gateway.yaml'), dump(state()));
+    const cluster: RunningGateway = await startGateway({
+      sources: { statePath: join(clusterDir, 'gateway.yaml') },
+      env: {},
+      logger: pino({ level: 'silent' }),
+      port: 0,
+      host: '127.0.0.1',
+      console: true,
+      controlPlane: controlPlaneRoutes, // policies (in a cluster: forwarded to the operator)
+      clusterView: async () => view(),
+    });
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    const { page, problems } = await openPage(context);
+    try {
+      desired = ((await (await fetch(`${cluster.origin}/ready`)).json()) as { config_hash: string }).config_hash;
+      await page.goto(`${cluster.origin}/console/#/configuration`);
+      await page.getByLabel('Gateway API key (admin scope)').fill(TEST_GATEWAY_KEY);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      const replicas = page.getByTestId('replicas').locator('tbody tr');
+      await replicas.nth(1).waitFor();
+      assert.match(await replicas.nth(0).innerText(), /aigw-proxy-7d9f-abcde[\s\S]*yes/);
+      assert.match(await replicas.nth(1).innerText(), /aigw-proxy-7d9f-fghij[\s\S]*sha256:0ld0ld[\s\S]*no \(older\)/);
+      // The custom resource each item came from, on the item and in the resources table.
+      const mockRow = page.locator('#cfg-providers ~ table tbody tr, section[aria-labelledby="cfg-providers"] tbody tr').filter({ hasText: 'Provider/mock' });
+      assert.match(await mockRow.first().innerText(), /Provider\/mock[\s\S]*gen 3[\s\S]*Ready ✓[\s\S]*Programmed ✓/);
+      assert.match(await page.getByRole('article', { name: 'Routing tree of fallback-prod' }).innerText(), /GatewayConfig\/fallback-prod[\s\S]*Programmed ✗/);
+      const resources = await page.getByTestId('resources').locator('tbody tr').allInnerTexts();
+      assert.equal(resources.length, 3);
+      assert.match(resources[1] ?? '', /Provider\/broken[\s\S]*left out[\s\S]*Accepted=False[\s\S]*InvalidSpec[\s\S]*Invalid URL/);
+      await shot(page, 'configuration-cluster');
+      assert.deepEqual(problems, []);
+    } finally {
+      await context.close();
+      await cluster.close();
+      await rm(clusterDir, { recursive: true, force: true });
     }
   });
 

@@ -22,7 +22,7 @@ function queryOf(filters) {
   return query;
 }
 
-export function RequestsPage() {
+export function RequestsPage({ configuration }) {
   const [draft, setDraft] = useState(EMPTY_FILTERS);
   const [filters, setFilters] = useState(EMPTY_FILTERS);
   const [rows, setRows] = useState([]);
@@ -137,6 +137,7 @@ export function RequestsPage() {
       ? null
       : html`<${RequestDetail}
           id=${selected}
+          bodies=${configuration?.request_log?.bodies === true}
           onClose=${() => {
             // Keyboard focus goes back to the row the detail was opened from.
             const opener = document.querySelector(`button[data-log-id="${CSS.escape(selected)}"]`);
@@ -146,14 +147,48 @@ export function RequestsPage() {
         />`}`;
 }
 
-function RequestDetail({ id, onClose }) {
+/** Header name → value (credentials already redacted by the gateway). */
+function HeaderTable({ caption, headers }) {
+  const names = Object.keys(headers ?? {});
+  return html`<table class="headers">
+    <caption>${caption}</caption>
+    <thead><tr><th scope="col">Header</th><th scope="col">Value</th></tr></thead>
+    <tbody>${names.map((name) => html`<tr><th scope="row"><code>${name}</code></th><td><code>${headers[name]}</code></td></tr>`)}</tbody>
+  </table>`;
+}
+
+function Body({ title, body }) {
+  if (body === null || body === undefined) return html`<h4>${title}</h4><p class="muted">No body.</p>`;
+  return html`<h4>${title} <span class="muted">(${fmt.int(body.bytes)} bytes${body.truncated ? `, the first ${fmt.int(new Blob([body.text]).size)} shown` : ''})</span></h4>
+    <pre class="payload" tabindex="0" aria-label=${title}>${body.text}</pre>`;
+}
+
+/** Headers and bodies, when the gateway keeps them (serve --log-bodies). */
+function Exchange({ exchange }) {
+  if (exchange === undefined) return html`<p role="status">Loading headers and bodies…</p>`;
+  if (exchange === null) return html`<p class="hint">No headers or bodies were kept for this request.</p>`;
+  return html`<div class="exchange" data-testid="exchange">
+    <div class="two">
+      <${HeaderTable} caption="Request headers" headers=${exchange.request.headers} />
+      <${HeaderTable} caption="Response headers" headers=${exchange.response.headers} />
+    </div>
+    <${Body} title="Request body" body=${exchange.request.body} />
+    <${Body} title="Response body" body=${exchange.response.body} />
+  </div>`;
+}
+
+function RequestDetail({ id, bodies, onClose }) {
   const [entry, setEntry] = useState(undefined);
+  const [exchange, setExchange] = useState(undefined);
   const [error, setError] = useState('');
   const panel = useRef(null);
   useEffect(() => {
     setEntry(undefined);
+    setExchange(undefined);
     api(`v1/logs/${encodeURIComponent(id)}`).then(setEntry, (failure) => setError(failure.message));
-  }, [id]);
+    // Asked only when the gateway keeps them; a record written before they were on has none (404).
+    if (bodies) api(`v1/logs/${encodeURIComponent(id)}/exchange`).then(setExchange, (failure) => (failure.status === 404 ? setExchange(null) : setError(failure.message)));
+  }, [id, bodies]);
   useEffect(() => panel.current?.focus(), [entry]);
   const onKey = (event) => {
     if (event.key === 'Escape') onClose();
@@ -200,6 +235,9 @@ function RequestDetail({ id, onClose }) {
                   )}
                 </tbody>
               </table>`}
-          <p class="hint">The request log keeps no headers and no bodies (secrets and prompts never reach it); the metadata header is shown above.</p>`}
+          <h3>Headers and bodies</h3>
+          ${bodies
+            ? html`<${Exchange} exchange=${exchange} />`
+            : html`<p class="hint">This gateway keeps no headers and no bodies (serve --log-bodies turns them on); the metadata header is shown above.</p>`}`}
   </section>`;
 }

@@ -10,7 +10,6 @@ import { observeCost, observeRequest, OPERATIONS } from './observe-request.ts';
 import { logRequest } from './log-line.ts';
 import type { RequestRecord, RequestRecordSink } from './request-record.ts';
 import { exchangeOf } from './request-exchange.ts';
-import { exchangeOf } from './request-exchange.ts';
 import type { RequestTracer } from './tracing.ts';
 
 // Every request is accounted exactly once — one log line, one log-store record, one set of

@@ -167,7 +167,7 @@ async function handleInference(
   if (before?.denied === true) return replyInputDenied(reply, before, ingress);
   if (before?.requestBody !== undefined) body = { value: before.requestBody, changed: true };
 
-  const cache = await lookupCache(deps, selection, endpoint, body.value, usage.clientAsks, request, reply);
+  const cache = await lookupCache(deps, selection, endpoint, ingress, body.value, usage.clientAsks, request, reply);
   if (cache.hit !== undefined) return cache.hit;
 
   const rawBody = bytesOf(body, request.rawBody);
@@ -181,7 +181,7 @@ async function handleInference(
   const outputGuards = mergeGuardrails(guardrailsOf(result.target.node, context.state), attached);
   const guarded = !inputGuards.empty || !outputGuards.empty;
   const output = guarded ? outputGuardrails(outputGuards, before, { ...hookContext, requestBody: outgoing }, deps.guardrails, context) : undefined;
-  const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow, { provider: result.target.provider, model: context.model });
+  const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow, ingress, { provider: result.target.provider, model: context.model });
   if (ingress instanceof MessagesIngress) return relayMessages(reply, endpoint, result, ingress, output, observer, context);
   return relayResponse(reply, {
     finishPlain: output?.finishPlain,
@@ -275,6 +275,7 @@ async function lookupCache(
   deps: InferenceDeps,
   selection: RouteSelection,
   endpoint: InferenceEndpoint,
+  ingress: IngressTranslator,
   body: Record<string, unknown>,
   clientAsksUsage: boolean,
   request: FastifyRequest,
@@ -283,13 +284,13 @@ async function lookupCache(
   const { cache } = deps;
   if (cache === undefined) return {};
   const context = request.gateway;
-  const cacheRequest = cacheRequestOf(selection.plan, selection.configId, context, endpoint, body, request.headers);
+  const cacheRequest = cacheRequestOf(selection.plan, selection.configId, context, endpoint, body, request.headers, ingress);
   if (cacheRequest === undefined) return {};
   const span = context.span?.startChild('aigateway.cache.lookup');
   const flow: CacheFlow = { request: cacheRequest, lookup: await cache.lookup(cacheRequest) };
   span?.end({ 'aigateway.cache.status': flow.lookup.status });
   countLookup(deps.routing.metrics, flow.lookup, context, reply);
-  const hit = replyFromCache(reply, flow.lookup, endpoint, body['stream'] === true, clientAsksUsage, context);
+  const hit = replyFromCache(reply, flow.lookup, endpoint, body['stream'] === true, clientAsksUsage, context, ingress);
   return hit === undefined ? { flow } : { hit };
 }
 

@@ -2,11 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { ResponseCache, CacheLookup, CacheRequest } from '../cache/response-cache.ts';
 import type { AnswerOrigin } from '../cache/response-cache-store.ts';
-import { StreamAssembler } from '../cache/stream-assembler.ts';
-import { replayAsSse } from '../cache/stream-replay.ts';
-import { MessagesStreamAssembler } from '../cache/messages-stream-assembler.ts';
-import { replayMessageAsSse } from '../cache/messages-stream-replay.ts';
-import { betaList } from '../providers/anthropic/anthropic-wire.ts';
+import type { IngressTranslator } from '../ingress/ingress-translator.ts';
 import type { GatewayState } from '../config/gateway-state.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
@@ -16,9 +12,9 @@ import type { PlanNode } from '../routing/routing-plan.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 
 // The cache on the request path (DESIGN.md §2): look up before routing, answer a HIT
-// without calling a provider (replayed as SSE for stream requests: OpenAI chunks, or
-// Anthropic events on /v1/messages), and store fresh 2xx answers — plain or assembled
-// from a stream — after the response, never delaying it.
+// without calling a provider (replayed as SSE for stream requests, in the client protocol's
+// events), and store fresh 2xx answers — plain or assembled from a stream — after the
+// response, never delaying it. What differs per protocol comes from its ingress translator.
 
 export interface CacheFlow {
   readonly request: CacheRequest;
@@ -37,6 +33,7 @@ export function cacheRequestOf(
   endpoint: InferenceEndpoint,
   body: Record<string, unknown>,
   headers: Record<string, string | string[] | undefined>,
+  ingress: IngressTranslator,
 ): CacheRequest | undefined {
   const settings = plan.settings.cache;
   if (settings === undefined) return undefined;
@@ -50,22 +47,11 @@ export function cacheRequestOf(
     organisation: key?.organisation,
     endpoint,
     identity: identityOf(plan, configId, context.state),
-    body: endpoint === 'messages' ? withAnthropicHeaders(body, headers) : body,
+    body: ingress.cacheKeyBody(body, headers),
     metadata: context.metadata,
     namespace: namespace === '' ? undefined : namespace,
     forceRefresh: headerValue(headers[HEADER.cacheForceRefresh])?.toLowerCase() === 'true',
   };
-}
-
-/**
- * The key of an Anthropic request covers the anthropic-version and anthropic-beta the
- * client sends (native providers get them, and a beta can change the answer). Hyphenated
- * names cannot clash with a body field; the body sent upstream is not this object.
- */
-function withAnthropicHeaders(body: Record<string, unknown>, headers: Record<string, string | string[] | undefined>): Record<string, unknown> {
-  const version = headerValue(headers['anthropic-version']);
-  const betas = betaList(headerValue(headers['anthropic-beta']));
-  return { ...body, 'anthropic-version': version ?? null, 'anthropic-beta': [...betas].sort() };
 }
 
 // Per snapshot: a reload that moves a saved provider to another host or key changes the identity.
@@ -118,6 +104,7 @@ export function replyFromCache(
   stream: boolean,
   includeUsage: boolean,
   context: RequestContext,
+  ingress: IngressTranslator,
 ): FastifyReply | undefined {
   const answer = lookup.answer;
   if (answer === undefined) return undefined;
@@ -135,7 +122,7 @@ export function replyFromCache(
   } catch {
     return undefined;
   }
-  const sse = endpoint === 'messages' ? replayMessageAsSse(parsed) : replayAsSse(endpoint, parsed, { includeUsage });
+  const sse = ingress.replayAsSse(endpoint, parsed, includeUsage);
   if (sse === undefined) return undefined;
   context.ttftMs = Number(process.hrtime.bigint() - context.startedAt) / 1e6;
   return reply.code(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').send(sse);
@@ -152,7 +139,7 @@ export interface AnswerObserver {
   stream(released?: Promise<boolean>): SseFrameStage;
 }
 
-export function cacheObserver(cache: ResponseCache, flow: CacheFlow, origin?: AnswerOrigin): AnswerObserver | undefined {
+export function cacheObserver(cache: ResponseCache, flow: CacheFlow, ingress: IngressTranslator, origin?: AnswerOrigin): AnswerObserver | undefined {
   const { request, lookup } = flow;
   if (lookup.status !== 'MISS' && lookup.status !== 'REFRESH') return undefined;
   return {
@@ -161,7 +148,7 @@ export function cacheObserver(cache: ResponseCache, flow: CacheFlow, origin?: An
       void cache.save(request, lookup, bytes.toString('utf8'), undefined, origin);
     },
     stream(released) {
-      const assembler = request.endpoint === 'messages' ? new MessagesStreamAssembler() : new StreamAssembler(request.endpoint);
+      const assembler = ingress.streamAssembler(request.endpoint);
       return {
         frame: (frame) => assembler.frame(frame),
         end: () => {

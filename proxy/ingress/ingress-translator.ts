@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import type { ProviderAdapter, ResolvedTarget } from '../providers/provider-adapter.ts';
 import type { AnswerUsage, UsageTapSink } from '../ratelimit/usage-tap.ts';
 import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
@@ -48,4 +49,16 @@ export interface IngressTranslator extends AnswerReading {
   deniedBody(openaiShaped: Record<string, unknown>): Record<string, unknown>;
   /** The hooks the relay translates the answering target's answer with (`requestBody`: the body as sent). */
   answerAdapter(target: ResolvedTarget, requestBody: Record<string, unknown>): ProviderAdapter;
+  /** What the cache key covers of the request: the body, and whatever else changes the answer. */
+  cacheKeyBody(body: Record<string, unknown>, headers: IncomingHttpHeaders): Record<string, unknown>;
+  /** The cache's assembler of a streamed answer into the plain one it stores. */
+  streamAssembler(endpoint: InferenceEndpoint): CacheAssembler;
+  /** A stored plain answer replayed as the client's stream; undefined when it cannot be. */
+  replayAsSse(endpoint: InferenceEndpoint, answer: unknown, includeUsage: boolean): string | undefined;
+}
+
+/** A stage that assembles the stream it sees into the equivalent plain answer. */
+export interface CacheAssembler extends SseFrameStage {
+  /** The plain answer, or undefined unless the stream was whole and successful. */
+  result(): Record<string, unknown> | undefined;
 }

@@ -1,4 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { MessagesStreamAssembler } from '../../cache/messages-stream-assembler.ts';
+import { replayMessageAsSse } from '../../cache/messages-stream-replay.ts';
 import { GatewayError } from '../../errors.ts';
 import type { InferenceEndpoint } from '../../openai/inference-endpoint.ts';
 import { CLIENT_ANTHROPIC_HEADERS } from '../../providers/anthropic/anthropic-wire.ts';
@@ -6,10 +8,10 @@ import type { PlanInput, ProviderAdapter, ResolvedTarget } from '../../providers
 import { CLIENT_PROTOCOL, type ClientProtocolPlanning } from '../../providers/provider-catalog.ts';
 import type { AnswerUsage, UsageTapSink } from '../../ratelimit/usage-tap.ts';
 import type { SseFrameStage } from '../../streams/sse-frame-pipeline.ts';
-import type { IngressTranslator, StreamFailure } from '../ingress-translator.ts';
+import type { CacheAssembler, IngressTranslator, StreamFailure } from '../ingress-translator.ts';
 import { anthropicErrorBody, anthropicErrorType } from './chat-to-messages.ts';
 import { messagesRelayAdapter, nativeFor } from './messages-adapter.ts';
-import { anthropicDeniedBody, clientAnthropicHeadersOf, messagesRoutingHeaders } from './messages-request.ts';
+import { anthropicDeniedBody, cacheKeyBodyOf, clientAnthropicHeadersOf, messagesRoutingHeaders } from './messages-request.ts';
 import { chatRequestFromMessages } from './messages-to-chat.ts';
 import { MessagesStreamReader, MessagesUsageStage, messageUsageOf } from './messages-stream-reader.ts';
 
@@ -102,6 +104,19 @@ export class MessagesIngress implements IngressTranslator, ClientProtocolPlannin
   usageStage(sink: UsageTapSink): SseFrameStage {
     this.#reader ??= new MessagesStreamReader({ collectContent: this.#collectContent });
     return new MessagesUsageStage(this.#reader, sink);
+  }
+
+  cacheKeyBody(body: Json, headers: IncomingHttpHeaders): Json {
+    return cacheKeyBodyOf(body, headers);
+  }
+
+  streamAssembler(): CacheAssembler {
+    return new MessagesStreamAssembler();
+  }
+
+  /** A stored Message replayed as Anthropic's events. */
+  replayAsSse(_endpoint: InferenceEndpoint, answer: unknown): string | undefined {
+    return replayMessageAsSse(answer);
   }
 
   /** A stall or oversize event mid-stream as Anthropic words it: an `error` event, which its SDKs raise. */

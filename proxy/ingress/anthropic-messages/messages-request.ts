@@ -25,6 +25,17 @@ export function clientAnthropicHeadersOf(headers: IncomingHttpHeaders): ClientAn
   return { version: version === undefined || version === '' ? undefined : version, betas: betaList(headerValue(headers['anthropic-beta'])) };
 }
 
+/**
+ * The body the cache key covers: with the client's anthropic-version and anthropic-beta
+ * (native providers get them, and a beta can change the answer). Hyphenated names cannot
+ * clash with a body field; the body sent upstream is not this object.
+ */
+export function cacheKeyBodyOf(body: Record<string, unknown>, headers: IncomingHttpHeaders): Record<string, unknown> {
+  const version = headerValue(headers['anthropic-version']);
+  const betas = betaList(headerValue(headers['anthropic-beta']));
+  return { ...body, 'anthropic-version': version ?? null, 'anthropic-beta': [...betas].sort() };
+}
+
 /** The 446 body of a guardrail denial, in Anthropic's error shape plus hook_results. */
 export function anthropicDeniedBody(openaiShaped: Record<string, unknown>): Record<string, unknown> {
   const error = openaiShaped['error'] as { message?: unknown } | undefined;

@@ -1,8 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { StreamAssembler } from '../../cache/stream-assembler.ts';
+import { replayAsSse } from '../../cache/stream-replay.ts';
+import type { InferenceEndpoint } from '../../openai/inference-endpoint.ts';
 import type { ProviderAdapter, ResolvedTarget } from '../../providers/provider-adapter.ts';
 import { UsageStage, usageOf, type AnswerUsage, type UsageTapSink } from '../../ratelimit/usage-tap.ts';
 import type { SseFrameStage } from '../../streams/sse-frame-pipeline.ts';
-import type { IngressTranslator, StreamFailure } from '../ingress-translator.ts';
+import type { CacheAssembler, IngressTranslator, StreamFailure } from '../ingress-translator.ts';
 
 // The OpenAI client protocol (chat completions, completions, embeddings): the identity
 // translator. The pipeline's vocabulary is OpenAI's, so the body goes as the client sent it
@@ -49,6 +52,18 @@ export class OpenAIIngress implements IngressTranslator {
 
   streamErrorEvent(failure: StreamFailure): string {
     return openAIStreamErrorEvent(failure);
+  }
+
+  cacheKeyBody(body: Record<string, unknown>): Record<string, unknown> {
+    return body;
+  }
+
+  streamAssembler(endpoint: InferenceEndpoint): CacheAssembler {
+    return new StreamAssembler(endpoint);
+  }
+
+  replayAsSse(endpoint: InferenceEndpoint, answer: unknown, includeUsage: boolean): string | undefined {
+    return replayAsSse(endpoint, answer, { includeUsage });
   }
 }
 

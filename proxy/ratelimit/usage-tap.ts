@@ -17,6 +17,10 @@ export interface AnswerUsage {
   readonly cacheWrite?: number | undefined;
   /** Completion tokens spent on reasoning. */
   readonly reasoning?: number | undefined;
+  /** Audio parts (realtime): ⊂ prompt, ⊂ cachedPrompt, ⊂ completion; priced at audio rates (accounting/price-table.ts). */
+  readonly audioPrompt?: number | undefined;
+  readonly cachedAudioPrompt?: number | undefined;
+  readonly audioCompletion?: number | undefined;
 }
 
 /**

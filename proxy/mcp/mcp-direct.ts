@@ -6,11 +6,12 @@ import { isGatewayMethod, runMethod, type MethodHost } from './mcp-methods.ts';
 import { GATEWAY_CAPABILITIES, GATEWAY_INFO } from './mcp-sdk-server.ts';
 import { discoverResult, MODERN_METHODS } from './mcp-stateless.ts';
 
-// The direct path: one JSON-RPC request of a gateway method, answered as one JSON object
-// without building an SDK server and transport per request (their Request, Response, web
-// streams and SSE framing cost more than the gateway's own work). It takes only what the
-// SDK transport would accept as it is; anything else goes to the SDK path (mcp-sdk-server.ts),
-// which answers it as before.
+// The direct path: one JSON-RPC request of a gateway method, answered without building an
+// SDK server and transport per request (their Request, Response and web streams cost more
+// than the gateway's own work). It takes only what the SDK transport would accept as it is;
+// anything else goes to the SDK path (mcp-sdk-server.ts), which answers it as before. A
+// session's answer is the one SSE event the SDK transport would send, written as one string;
+// a 2026-07-28 answer is one JSON object.
 
 /** A request the direct path serves on a legacy (initialize) session, or undefined. */
 export function directRequestOf(request: FastifyRequest, body: unknown): { id: string | number; method: string; params: unknown } | undefined {
@@ -48,8 +49,9 @@ export async function answerDirect(
     const failure = toMcpError(error);
     body = JSON.stringify({ jsonrpc: '2.0', id: message.id, error: failure.data === undefined ? { code: failure.code, message: failure.message } : { code: failure.code, message: failure.message, data: failure.data } });
   }
+  if (context.modern) return reply.code(200).header('content-type', 'application/json').send(body);
   if (sessionId !== undefined) reply.header('mcp-session-id', sessionId);
-  return reply.code(200).header('content-type', 'application/json').send(body);
+  return reply.code(200).header('content-type', 'text/event-stream').header('cache-control', 'no-cache').send(`event: message\ndata: ${body}\n\n`);
 }
 
 function resultOf(host: MethodHost, context: CallContext, message: { method: string; params: unknown }, signal: AbortSignal): Promise<unknown> {

@@ -1,6 +1,6 @@
 // The MCPServer kind: rendered into the state's mcpServers, header credentials from Secrets
 // labelled aigateway.dev/credential=mcp-server into the credentials document (never the
-// ConfigMap), stdio refused in a cluster, and the result loads in the proxy.
+// ConfigMap), stdio refused in a cluster, and the result (prices included) loads in the proxy.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { renderGatewayState } from '../../operator/reconcile/render-gateway-state.ts';
@@ -36,6 +36,7 @@ describe('MCPServer resources', () => {
         headersFrom: [{ name: 'Authorization', prefix: 'Bearer ', secretRef: { name: 'github-mcp', key: 'token' } }],
         tools: { include: ['create_issue'] },
         access: [{ workspaces: ['team-a'] }],
+        price: { perCall: 0.001, tools: { create_issue: 0.02 } },
       }),
       server('local', { transport: 'stdio', url: 'https://x.example/mcp' }),
       server('Bad.Name', { url: 'https://x.example/mcp' }),
@@ -60,6 +61,8 @@ describe('MCPServer resources', () => {
     assert.equal(github?.headers['Authorization'], 'Bearer ghp_secret_value');
     assert.equal(github?.exposedTool('create_issue'), 'create_issue');
     assert.equal(github?.exposedTool('delete_repo'), undefined);
+    assert.equal(github?.priceOf('create_issue'), 0.02, 'spec.price reaches the proxy');
+    assert.equal(github?.priceOf('search'), 0.001);
   });
 
   test('a namespace without MCPServers renders no mcpServers key', () => {

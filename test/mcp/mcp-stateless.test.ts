@@ -1,8 +1,8 @@
 // The 2026-07-28 revision where the gateway speaks it: server/discover, sessionless
 // requests carrying their version in _meta and MCP-Protocol-Version, and the Mcp-Method /
 // Mcp-Name headers checked against the body (HeaderMismatch -32020 otherwise), on modern
-// and legacy requests alike. Also: a legacy session's single tools/call is answered as JSON
-// by the direct path.
+// and legacy requests alike. Also: a legacy session's single tools/call is answered by the
+// direct path as the one SSE event the SDK transport would send.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
@@ -68,6 +68,7 @@ describe('MCP 2026-07-28: stateless requests', () => {
     const { body, headers } = modern('server/discover');
     const answer = await post('/mcp', body, headers);
     assert.equal(answer.status, 200);
+    assert.match(answer.headers.get('content-type') ?? '', /application\/json/, 'a stateless answer is one JSON object');
     const result = answer.json?.result ?? {};
     assert.deepEqual((result['supportedVersions'] as string[]).slice(0, 1), ['2026-07-28']);
     assert.ok((result['supportedVersions'] as string[]).includes('2025-11-25'), 'the initialize revisions too');
@@ -138,7 +139,7 @@ describe('MCP 2026-07-28: stateless requests', () => {
 });
 
 describe('MCP: mirrored headers on initialize sessions, and the direct path', () => {
-  test('a legacy session checks the headers it sends; its single tools/call is answered as JSON', async () => {
+  test('a legacy session checks the headers it sends; its single tools/call is one SSE event', async () => {
     const init = await post('/mcp', { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }, {});
     assert.equal(init.status, 200);
     const session = init.headers.get('mcp-session-id') ?? '';
@@ -146,7 +147,7 @@ describe('MCP: mirrored headers on initialize sessions, and the direct path', ()
     const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'everything__echo', arguments: { message: 'legacy' } } };
     const plain = await post('/mcp', call, headers);
     assert.equal(plain.status, 200);
-    assert.match(plain.headers.get('content-type') ?? '', /application\/json/);
+    assert.match(plain.headers.get('content-type') ?? '', /text\/event-stream/);
     assert.match(JSON.stringify(plain.json?.result), /Echo: legacy/);
     assert.equal(plain.headers.get('mcp-session-id'), session);
     const mirrored = await post('/mcp', call, { ...headers, 'mcp-method': 'tools/call', 'mcp-name': 'everything__echo' });

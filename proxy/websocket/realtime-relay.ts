@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { WebSocket, type RawData } from 'ws';
+import type { RawData, WebSocket } from 'ws';
 import { priceTableOf } from '../accounting/request-cost.ts';
 import { saneCost, tokenCount } from '../accounting/token-count.ts';
 import { DEFAULT_WORST_OUTPUT_TOKENS } from '../budgets/budget-admission.ts';
@@ -22,7 +22,8 @@ import type { RouteSelection } from '../routing/select-route.ts';
 import { guardedLookup, type EgressPolicy } from '../upstream/egress-policy.ts';
 import { redactor, secretsOfTarget } from '../upstream/guarded-call.ts';
 import { deniedBody, hookResultsOf, logAsync, runInput, runOptionsOf, type CompiledGuardrails, type GuardrailRuntime } from '../endpoints/guardrail-flow.ts';
-import { CLOSE, type Session, type SocketLimits } from './socket-registry.ts';
+import { CLOSE, READY, type Session, type SocketLimits } from './socket-registry.ts';
+import { loadWs } from './websocket-upgrade.ts';
 
 // GET /v1/realtime relayed to OpenAI or Azure OpenAI realtime. The upstream socket is opened
 // before the client's upgrade is accepted (a provider that refuses is a 502 on the upgrade),
@@ -160,6 +161,7 @@ async function openUpstream(target: ResolvedTarget, model: string | undefined, r
   const denied = policy.checkName(host) ?? (isIP(host) === 0 ? undefined : policy.check(host, host));
   if (denied !== undefined) throw new GatewayError('AIGW_ERR_EGRESS_DENIED', denied, { param: 'model' });
   const redact = redactor(secretsOfTarget(target));
+  const { WebSocket } = await loadWs();
 
   return new Promise<WebSocket>((resolve, reject) => {
     const socket = new WebSocket(url, {
@@ -296,7 +298,7 @@ export class RealtimeRelay implements Session {
   }
 
   #toUpstream(text: string): void {
-    if (this.#upstream.readyState !== WebSocket.OPEN) return;
+    if (this.#upstream.readyState !== READY.open) return;
     if (this.#upstream.bufferedAmount + text.length > this.#deps.limits.maxBufferedBytes) {
       this.#closeBoth(CLOSE.tryAgainLater, 'upstream is not reading: send buffer full');
       return;
@@ -316,14 +318,14 @@ export class RealtimeRelay implements Session {
     if (outcome?.denied === true) {
       context.guardrailVerdict = 'deny';
       const denied = deniedBody('input', hookResultsOf(outcome, undefined)) as { error: Record<string, unknown> };
-      if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify({ type: 'error', event_id: event['event_id'] ?? null, error: denied.error }));
+      if (this.socket.readyState === READY.open) this.socket.send(JSON.stringify({ type: 'error', event_id: event['event_id'] ?? null, error: denied.error }));
       return;
     }
     this.#toUpstream(text);
   }
 
   #fromUpstream(data: RawData, isBinary: boolean): void {
-    if (this.socket.readyState !== WebSocket.OPEN) return;
+    if (this.socket.readyState !== READY.open) return;
     const payload = isBinary ? data : rawText(data);
     const size = typeof payload === 'string' ? payload.length : rawLength(data);
     if (this.socket.bufferedAmount + size > this.#deps.limits.maxBufferedBytes) {
@@ -335,7 +337,7 @@ export class RealtimeRelay implements Session {
   }
 
   #refuse(message: string): void {
-    if (this.socket.readyState === WebSocket.OPEN) {
+    if (this.socket.readyState === READY.open) {
       this.socket.send(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', code: 'AIGW_ERR_INVALID_BODY', message, param: null } }));
     }
     if (++this.#badFrames >= MAX_BAD_FRAMES) this.#closeBoth(CLOSE.policy, 'too many invalid events');
@@ -403,7 +405,7 @@ export class RealtimeRelay implements Session {
   /** The next response cannot be covered: an error event with the refusal, then close 1008 (1013 when the store is down). */
   #overBudget(error: unknown): void {
     const refusal = error instanceof GatewayError ? error : new GatewayError('AIGW_ERR_INTERNAL', 'The session budget could not be charged.');
-    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify({ type: 'error', event_id: null, error: toErrorBody(refusal).error }));
+    if (this.socket.readyState === READY.open) this.socket.send(JSON.stringify({ type: 'error', event_id: null, error: toErrorBody(refusal).error }));
     const overBudget = refusal.code === 'AIGW_ERR_BUDGET_EXCEEDED';
     this.#closeBoth(overBudget ? CLOSE.policy : CLOSE.tryAgainLater, overBudget ? 'budget exceeded' : 'budget unavailable');
   }
@@ -456,7 +458,7 @@ function userText(event: Record<string, unknown>): string | undefined {
 }
 
 function closeSocket(socket: WebSocket, code: number, reason: string): void {
-  if (socket.readyState === WebSocket.CLOSING || socket.readyState === WebSocket.CLOSED) return;
+  if (socket.readyState === READY.closing || socket.readyState === READY.closed) return;
   // 1005/1006/1015 describe a close; they cannot be sent.
   const sendable = code === 1000 || (code >= 1001 && code <= 1014 && code !== 1004 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999);
   try {

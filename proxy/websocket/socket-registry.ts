@@ -46,6 +46,9 @@ export const CLOSE = {
   tryAgainLater: 1013,
 } as const;
 
+/** WebSocket readyState values (the `ws` constants, without loading it). */
+export const READY = { connecting: 0, open: 1, closing: 2, closed: 3 } as const;
+
 /** One session: what the registry needs to keep it alive, count it and drain it. */
 export interface Session {
   readonly socket: WebSocket;

@@ -1,6 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
-import fastifyWebsocket from '@fastify/websocket';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
@@ -18,11 +16,12 @@ import { selectRoute, type RouteSelection } from '../routing/select-route.ts';
 import { connectRealtimeUpstream, RealtimeRelay, realtimeWorstCase, type RealtimeEstimate, type UpstreamSocket } from './realtime-relay.ts';
 import { ResponsesSession, type TurnDispatcher } from './responses-socket.ts';
 import { DEFAULT_SOCKET_LIMITS, SocketRegistry, type Session, type SocketLimits } from './socket-registry.ts';
+import { isUpgrade, UpgradeRouter } from './websocket-upgrade.ts';
 
 // The WebSocket transports (docs/websocket.md): GET /v1/responses upgraded (Responses API
 // WebSocket mode) and GET /v1/realtime (relayed to OpenAI or Azure OpenAI realtime).
-// @fastify/websocket runs an upgrade through Fastify's router and hooks before it accepts
-// it, so both are ordinary routes: the gateway's onRequest hooks authenticate the key
+// An upgrade runs through Fastify's router and hooks before it is accepted
+// (websocket-upgrade.ts, which loads `ws` only then), so both are ordinary routes: the gateway's onRequest hooks authenticate the key
 // (default deny, scope `inference`), count it in flight, and the preHandler below admits it
 // (socket caps, routing, rate limits, budgets). A refusal is an HTTP answer on the upgrade
 // (401/403/404/429/503), never an accepted socket closed at once.
@@ -59,22 +58,25 @@ export function websocketPlugin(deps: WebSocketDeps): FastifyPluginAsync {
   return async (app) => {
     const limits: SocketLimits = { ...DEFAULT_SOCKET_LIMITS, ...deps.limits };
     const registry = new SocketRegistry(limits);
-    await app.register(fastifyWebsocket, {
-      options: { maxPayload: limits.maxMessageBytes, perMessageDeflate: false, handleProtocols: chooseSubprotocol },
-      // Shutdown (and a rolling upgrade): each session gets a close frame with a reason now;
-      // stragglers are cut after the grace. Not awaited: close hooks have a 10 s budget, and
-      // the server's close waits for the sockets anyway.
-      preClose: (done) => {
-        void registry.drainAll();
-        done();
-      },
-      errorHandler: (error, socket) => {
+    const upgrades = new UpgradeRouter(app, {
+      maxPayload: limits.maxMessageBytes,
+      handleProtocols: chooseSubprotocol,
+      // Before the router sees the upgrade: a key offered as a subprotocol becomes the key header.
+      beforeRouting: liftSubprotocolKey,
+      onSocketError: (error, socket) => {
         deps.logger.warn({ err: { message: error.message } }, 'websocket session failed');
         socket.terminate();
       },
+      onRoutingError: (error) => deps.logger.warn({ err: { message: error.message } }, 'websocket upgrade failed'),
     });
-    // Before the router sees the upgrade: a key offered as a subprotocol becomes the key header.
-    app.server.prependListener('upgrade', onUpgrade);
+    // Shutdown (and a rolling upgrade): each session gets a close frame with a reason now;
+    // stragglers are cut after the grace. Not awaited: close hooks have a 10 s budget, and
+    // the server's close waits for the sockets anyway.
+    app.addHook('preClose', (done) => {
+      upgrades.stop();
+      void registry.drainAll();
+      done();
+    });
 
     const dispatcherFor = (request: FastifyRequest): TurnDispatcher => {
       const headers = turnHeaders(request);
@@ -91,37 +93,33 @@ export function websocketPlugin(deps: WebSocketDeps): FastifyPluginAsync {
       };
     };
 
-    app.get(
-      '/v1/responses',
-      { websocket: true, config: { gatewayScope: 'inference' }, preHandler: (request, reply) => admit(deps, registry, request, reply.raw, 'responses') },
-      (socket, request) => {
-        const session = new ResponsesSession(socket, request.gateway.apiKey?.id, dispatcherFor(request), limits);
-        hold(registry, session, request, socket);
-      },
-    );
+    app.get('/v1/responses', { config: { gatewayScope: 'inference' }, preHandler: (request, reply) => admit(deps, registry, request, reply.raw, 'responses') }, async (request, reply) => {
+      const socket = await upgrades.accept(request, reply);
+      if (socket === undefined) return;
+      const session = new ResponsesSession(socket, request.gateway.apiKey?.id, dispatcherFor(request), limits);
+      hold(registry, session, request, socket);
+    });
 
-    app.get(
-      '/v1/realtime',
-      { websocket: true, config: { gatewayScope: 'inference' }, preHandler: (request, reply) => admit(deps, registry, request, reply.raw, 'realtime') },
-      (socket, request) => {
-        const admitted = (request as AdmittedRequest)[ADMITTED];
-        if (admitted?.upstream === undefined) {
-          socket.close(1011, 'upstream not connected');
-          return;
-        }
-        const relay = new RealtimeRelay(socket, admitted.upstream, {
-          context: request.gateway,
-          limits,
-          logger: deps.logger,
-          rateLimiter: deps.rateLimiter,
-          admission: admitted.admission,
-          budget: admitted.budget,
-          estimate: admitted.estimate,
-          guardrails: admitted.inputGuards === undefined ? undefined : { compiled: admitted.inputGuards, runtime: deps.guardrails },
-        });
-        hold(registry, relay, request, socket);
-      },
-    );
+    app.get('/v1/realtime', { config: { gatewayScope: 'inference' }, preHandler: (request, reply) => admit(deps, registry, request, reply.raw, 'realtime') }, async (request, reply) => {
+      const socket = await upgrades.accept(request, reply);
+      if (socket === undefined) return;
+      const admitted = (request as AdmittedRequest)[ADMITTED];
+      if (admitted?.upstream === undefined) {
+        socket.close(1011, 'upstream not connected');
+        return;
+      }
+      const relay = new RealtimeRelay(socket, admitted.upstream, {
+        context: request.gateway,
+        limits,
+        logger: deps.logger,
+        rateLimiter: deps.rateLimiter,
+        admission: admitted.admission,
+        budget: admitted.budget,
+        estimate: admitted.estimate,
+        guardrails: admitted.inputGuards === undefined ? undefined : { compiled: admitted.inputGuards, runtime: deps.guardrails },
+      });
+      hold(registry, relay, request, socket);
+    });
   };
 }
 
@@ -156,7 +154,7 @@ const upgradeResponses = new WeakMap<FastifyRequest, ServerResponse>();
  */
 async function admit(deps: WebSocketDeps, registry: SocketRegistry, request: FastifyRequest, response: ServerResponse, kind: 'responses' | 'realtime'): Promise<void> {
   // A plain GET (no upgrade): the same 404 in the OpenAI shape as any unknown route.
-  if (!request.ws) throw new GatewayError('AIGW_ERR_NOT_FOUND', `Unknown route: GET ${request.url.split('?')[0]} (it takes WebSocket upgrades only).`);
+  if (!isUpgrade(request)) throw new GatewayError('AIGW_ERR_NOT_FOUND', `Unknown route: GET ${request.url.split('?')[0]} (it takes WebSocket upgrades only).`);
   const context = request.gateway;
   const release = registry.reserve(context.apiKey?.id);
   try {
@@ -271,20 +269,7 @@ function turnHeaders(request: FastifyRequest): Record<string, string> {
   return headers;
 }
 
-/**
- * Runs before @fastify/websocket routes the upgrade: lifts a subprotocol key into the key
- * header, and arranges that an upgrade answered over HTTP (any refusal, on any route) ends
- * its connection once the answer is out: nothing else would close an upgrade's socket.
- */
-function onUpgrade(request: IncomingMessage, socket: Duplex): void {
-  liftSubprotocolKey(request);
-  // The router's response is assigned to the socket synchronously, after this listener.
-  process.nextTick(() => {
-    const response = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
-    response?.once('finish', () => socket.end());
-  });
-}
-
+/** A key offered as the browser subprotocol becomes the key header (unless one was sent). */
 function liftSubprotocolKey(request: IncomingMessage): void {
   const offered = request.headers['sec-websocket-protocol'];
   if (typeof offered !== 'string' || !offered.includes(KEY_SUBPROTOCOL) || request.headers[API_KEY_HEADER] !== undefined) return;

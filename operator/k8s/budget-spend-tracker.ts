@@ -67,6 +67,8 @@ export class BudgetSpendTracker {
   #again = false;
   #stopped = true;
   #lastRun = Number.NEGATIVE_INFINITY;
+  /** The policies (name and generation) the last read saw. */
+  #fingerprint = '';
 
   constructor(options: BudgetSpendTrackerOptions) {
     this.#options = options;
@@ -83,8 +85,12 @@ export class BudgetSpendTracker {
     this.#timer = undefined;
   }
 
-  /** Reads again soon (no sooner than minGapMs after the last read). */
-  poke(): void {
+  /**
+   * Reads again soon (no sooner than minGapMs after the last read) when the policies changed
+   * since the last read (any other change of the cache is ignored), or always with `force`.
+   */
+  poke(force = false): void {
+    if (!force && fingerprintOf(this.#options.resources()) === this.#fingerprint) return;
     if (this.#running) {
       this.#again = true;
       return;
@@ -107,6 +113,7 @@ export class BudgetSpendTracker {
   async refresh(): Promise<void> {
     if (!this.#options.active()) return;
     this.#lastRun = this.#now();
+    this.#fingerprint = fingerprintOf(this.#options.resources());
     const live = new Set<string>();
     let changed = false;
     for (const resource of this.#options.resources()) {
@@ -221,6 +228,10 @@ export class BudgetSpendTracker {
   #now(): number {
     return (this.#options.now ?? Date.now)();
   }
+}
+
+function fingerprintOf(resources: readonly CustomResource[]): string {
+  return resources.map((resource) => `${resource.metadata.name}@${resource.metadata.generation ?? 0}`).join(',');
 }
 
 function statusSpendOf(resource: CustomResource): BudgetSpend | undefined {

@@ -128,7 +128,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       metrics.isLeader.set(1);
       applied = undefined;
       queue.add(KEY);
-      spend.poke();
+      spend.poke(true);
     },
     onStoppedLeading: () => metrics.isLeader.set(0),
   });

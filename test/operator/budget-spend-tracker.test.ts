@@ -14,6 +14,7 @@ import { BudgetSpendTracker, SPEND_CONDITION_TYPES } from '../../operator/k8s/bu
 import type { KubeClient } from '../../operator/k8s/kube-client.ts';
 import { StatusWriter } from '../../operator/k8s/status-writer.ts';
 import type { CustomResource, RenderedStatus } from '../../operator/reconcile/resource-types.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { PREFIX, REDIS_URL, skip } from '../helpers/redis-test-kit.ts';
 
 interface Call {
@@ -228,6 +229,37 @@ describe('BudgetSpendTracker', () => {
     assert.equal(tracker.conditionsFor('old').length, 0);
     assert.deepEqual(patches().map((patch) => patch.status.spend), [{ period: 'all', unit: 'tokens', limit: 1000, spent: 120, remaining: 880, groups: 1, updatedAt: '2026-11-26T10:00:00Z' }]);
     assert.equal(tracker.conditionsFor('tok')[0]?.reason, 'NoThreshold');
+  });
+
+  test('reads every interval and when a policy changes, not on every other change of the cache', async () => {
+    const { client } = fakeClient();
+    let reads = 0;
+    let resources = [resourceOf('p')];
+    const tracker = new BudgetSpendTracker({
+      client,
+      namespace: 'ns',
+      identity: 'op',
+      store: { scan: async () => ((reads += 1), []) },
+      resources: () => resources,
+      active: () => true,
+      onChange: () => undefined,
+      intervalMs: 3_600_000,
+      minGapMs: 0,
+    });
+    tracker.start();
+    try {
+      await eventually(() => reads === 1, 'the first read');
+      tracker.poke();
+      tracker.poke();
+      resources = [{ ...resourceOf('p'), metadata: { ...resourceOf('p').metadata, generation: 2 } }];
+      tracker.poke();
+      await eventually(() => reads === 2, 'a read for the changed policy');
+      tracker.poke(true);
+      await eventually(() => reads === 3, 'a forced read');
+      assert.equal(reads, 3);
+    } finally {
+      tracker.stop();
+    }
   });
 
   test('the StatusWriter records no Event of its own for the spend conditions (the tracker owns them)', async () => {

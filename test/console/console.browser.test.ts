@@ -164,6 +164,12 @@ describe('the web console in Chromium', { skip: SKIP }, () => {
   test('sign-in, requests, detail, spend, configuration and playground, with no console error', { timeout: 60_000 }, async () => {
     const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
     const { page, problems } = await openPage(context);
+    // Every API call the console makes, to check that each is bounded.
+    const asked: URL[] = [];
+    page.on('request', (sent) => {
+      const url = new URL(sent.url());
+      if (url.pathname.startsWith('/v1/')) asked.push(url);
+    });
     try {
       const response = await page.goto(`${harness.gateway.origin}/console`);
       assert.equal(response?.status(), 200);
@@ -276,6 +282,20 @@ describe('the web console in Chromium', { skip: SKIP }, () => {
       assert.match(await route.innerText(), /Config\s*fallback-prod config\.targets\[1\][\s\S]*config\.targets\[1\] → 200/);
       assert.match(await page.getByTestId('answer').innerText(), new RegExp(DEFAULT_REPLY_TEXT));
       await shot(page, 'playground');
+
+      // Bounded queries: log pages of at most 100 within a time range, summaries over at most a week.
+      const logReads = asked.filter((url) => url.pathname === '/v1/logs');
+      assert.ok(logReads.length > 0);
+      for (const url of logReads) {
+        assert.ok(Number(url.searchParams.get('limit')) <= 100, url.search);
+        assert.ok(url.searchParams.has('from') || url.searchParams.has('trace_id'), `a time range: ${url.search}`);
+      }
+      const summaries = asked.filter((url) => url.pathname === '/v1/analytics/summary');
+      assert.ok(summaries.length > 0);
+      for (const url of summaries) {
+        const span = Number(url.searchParams.get('to')) - Number(url.searchParams.get('from'));
+        assert.ok(span > 0 && span <= 7 * 86_400_000, url.search);
+      }
 
       assert.deepEqual(problems, []);
     } finally {

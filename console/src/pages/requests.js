@@ -7,6 +7,8 @@ import { fmt, statusClass } from '../format.js';
 // The gateway caps a page at 100; the console asks for 50 and polls only while visible.
 const PAGE_SIZE = 50;
 const POLL_MS = 3_000;
+// Without a From, the last week: a filter that matches little never scans the whole log.
+const DEFAULT_RANGE_MS = 7 * 86_400_000;
 const EMPTY_FILTERS = { trace_id: '', status: '', model: '', api_key_id: '', metadata: '', from: '', to: '' };
 
 /** The form's filters as /v1/logs query parameters. */
@@ -14,6 +16,7 @@ function queryOf(filters) {
   const query = {};
   for (const name of ['trace_id', 'status', 'model', 'api_key_id']) if (filters[name].trim() !== '') query[name] = filters[name].trim();
   for (const name of ['from', 'to']) if (filters[name] !== '') query[name] = new Date(filters[name]).toISOString();
+  query.from ??= new Date(Date.now() - DEFAULT_RANGE_MS).toISOString();
   // metadata: `key=value`, several separated by commas.
   for (const pair of filters.metadata.split(',')) {
     const at = pair.indexOf('=');

@@ -15,11 +15,9 @@ import type { PlanNode } from '../routing/routing-plan.ts';
 import { selectRoute, type RouteSelection } from '../routing/select-route.ts';
 import { relayResponse } from './relay-response.ts';
 import { anthropicErrorHandler } from '../ingress/anthropic-messages/messages-request.ts';
-import { MessagesIngress } from '../ingress/anthropic-messages/messages-ingress.ts';
 import { ingressFor } from '../ingress/client-protocols.ts';
 import type { IngressTranslator } from '../ingress/ingress-translator.ts';
 import { callOptionsOf, type CallOptions } from './call-options.ts';
-import { relayMessages } from './messages-relay.ts';
 import { registerModelsRoutes } from './models-routes.ts';
 import { registerForwardedRoutes } from './openai-forwarded-routes.ts';
 import type { ResponseCache } from '../cache/response-cache.ts';
@@ -180,14 +178,16 @@ async function handleInference(
 
   const outputGuards = mergeGuardrails(guardrailsOf(result.target.node, context.state), attached);
   const guarded = !inputGuards.empty || !outputGuards.empty;
-  const output = guarded ? outputGuardrails(outputGuards, before, { ...hookContext, requestBody: outgoing }, deps.guardrails, context) : undefined;
+  const output = guarded ? outputGuardrails(outputGuards, before, { ...hookContext, requestBody: outgoing }, deps.guardrails, context, ingress) : undefined;
   const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow, ingress, { provider: result.target.provider, model: context.model });
-  if (ingress instanceof MessagesIngress) return relayMessages(reply, endpoint, result, ingress, output, observer, context);
+  // The answer as the client's protocol has it (the OpenAI-shaped ones: the provider's adapter as is).
+  const adapter = ingress.answerAdapter(result.target, result.requestBody);
   return relayResponse(reply, {
     finishPlain: output?.finishPlain,
-    streamGuard: output === undefined ? undefined : outputGuards.afterDenies ? output.hold : output.tail(endpoint),
+    // A stream with no place for hook_results (Anthropic's) is held for output checks.
+    streamGuard: output === undefined ? undefined : outputGuards.afterDenies || !ingress.streamResultsTail ? output.hold : output.tail(endpoint),
     upstream: result.response,
-    target: result.target,
+    target: adapter === result.target.adapter ? result.target : { ...result.target, adapter },
     endpoint,
     requestBody: result.requestBody,
     plain: result.plain,

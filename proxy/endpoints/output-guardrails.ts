@@ -1,6 +1,7 @@
 import { StreamAssembler } from '../cache/stream-assembler.ts';
 import { hookResultsChunk } from '../guardrails/hook-results-chunk.ts';
 import type { HookContext } from '../guardrails/run-hooks.ts';
+import type { IngressTranslator } from '../ingress/ingress-translator.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import type { RequestContext } from '../request-context.ts';
 import {
@@ -15,12 +16,14 @@ import {
   verdictOf,
   type CompiledGuardrails,
   type GuardrailRuntime,
+  type HookResultsBody,
   type HooksOutcome,
 } from './guardrail-flow.ts';
 import type { StreamGuard } from './relay-response.ts';
 
 // Output guardrails on one answer, in the three forms the relay takes them: a plain
 // answer's replacement (246 / 446 + hook_results), a held stream's check, a stream's tail.
+// Denials are worded, and streamed answers read, as the request's client protocol has them.
 
 export interface OutputGuardrails {
   finishPlain(parsed: unknown): Promise<{ status: number; body: unknown }>;
@@ -40,8 +43,10 @@ export function outputGuardrails(
   context: Omit<HookContext, 'responseBody'>,
   runtime: GuardrailRuntime,
   request: RequestContext,
+  ingress: IngressTranslator,
 ): OutputGuardrails {
   const options = runOptionsOf(runtime);
+  ingress.collectStreamedAnswer();
   const check = async (answer: unknown) => {
     const after = compiled.after.length === 0 ? undefined : await runAfterHooks(compiled, { ...context, responseBody: answer }, options);
     logAsync(after, runtime.logger, request.traceId);
@@ -51,7 +56,7 @@ export function outputGuardrails(
   return {
     async finishPlain(parsed) {
       const { after, results } = await check(parsed);
-      if (after?.denied === true) return { status: GUARDRAIL_DENIED_STATUS, body: deniedBody('output', results) };
+      if (after?.denied === true) return deniedAnswer(ingress, results);
       const answer = (after?.responseBody ?? parsed) as Record<string, unknown>;
       const status = verdictOf(before, after) === 'fail' ? GUARDRAIL_FAILED_STATUS : 200;
       return { status, body: { ...answer, hook_results: results } };
@@ -59,16 +64,17 @@ export function outputGuardrails(
     hold: {
       mode: 'hold',
       async check(collected, assembled) {
-        let answer = assembled;
+        let answer = ingress.streamedAnswer() ?? assembled;
         if (answer === undefined) {
           const assembler = new StreamAssembler(context.endpoint);
           assembler.push(collected);
           answer = assembler.result();
         }
         const { after, results } = await check(answer);
-        if (after?.denied === true) return { status: GUARDRAIL_DENIED_STATUS, body: deniedBody('output', results) };
+        if (after?.denied === true) return deniedAnswer(ingress, results);
         const status = verdictOf(before, after) === 'fail' ? GUARDRAIL_FAILED_STATUS : 200;
-        return { status, event: `data: ${JSON.stringify(hookResultsChunk(results))}\n\n` };
+        // A stream with no place for hook_results (Anthropic's) passes unchanged.
+        return ingress.streamResultsTail ? { status, event: `data: ${JSON.stringify(hookResultsChunk(results))}\n\n` } : { status };
       },
     },
     tail: (endpoint) => ({
@@ -76,4 +82,9 @@ export function outputGuardrails(
       tail: () => new GuardedStreamTail(endpoint, async (answer) => (await check(answer)).results),
     }),
   };
+}
+
+/** An output denial: a 446 in the client protocol's error shape, with hook_results. */
+function deniedAnswer(ingress: IngressTranslator, results: HookResultsBody): { status: number; body: Record<string, unknown> } {
+  return { status: GUARDRAIL_DENIED_STATUS, body: ingress.deniedBody(deniedBody('output', results)) };
 }

@@ -47,6 +47,12 @@ export interface IngressTranslator extends AnswerReading {
   forwardedBody(body: Record<string, unknown>, headers: IncomingHttpHeaders): Record<string, unknown>;
   /** A guardrail denial (the OpenAI-shaped 446 body with hook_results) in the client's shape. */
   deniedBody(openaiShaped: Record<string, unknown>): Record<string, unknown>;
+  /** True when the client's stream has a place for output checks' hook_results (OpenAI: a chunk before [DONE]); else checks hold the stream. */
+  readonly streamResultsTail: boolean;
+  /** Output checks will read the streamed answer: the translator assembles it as it passes, if it does (else the relay does). */
+  collectStreamedAnswer(): void;
+  /** The streamed answer it assembled, once the stream has passed; undefined when it assembles none. */
+  streamedAnswer(): Record<string, unknown> | undefined;
   /** The hooks the relay translates the answering target's answer with (`requestBody`: the body as sent). */
   answerAdapter(target: ResolvedTarget, requestBody: Record<string, unknown>): ProviderAdapter;
   /** What the cache key covers of the request: the body, and whatever else changes the answer. */

@@ -87,13 +87,16 @@ export class MessagesIngress implements IngressTranslator, ClientProtocolPlannin
     return anthropicDeniedBody(openaiShaped);
   }
 
-  /** Output guardrails will check the streamed Message: the usage stage assembles it too. */
-  collectContent(): void {
+  /** Anthropic streams have no place for hook_results: output checks hold the stream. */
+  readonly streamResultsTail = false;
+
+  /** Output checks will read the streamed Message: the usage stage assembles it too. */
+  collectStreamedAnswer(): void {
     this.#collectContent = true;
   }
 
-  /** The streamed Message as the client got it (for output checks), once the stream has passed. */
-  streamedMessage(): Json | undefined {
+  /** The streamed Message as the client got it, once the stream has passed. */
+  streamedAnswer(): Json | undefined {
     return this.#reader?.result();
   }
 

@@ -38,6 +38,16 @@ export class OpenAIIngress implements IngressTranslator {
     return openaiShaped;
   }
 
+  readonly streamResultsTail = true;
+
+  collectStreamedAnswer(): void {
+    // The relay's hold assembles OpenAI streams.
+  }
+
+  streamedAnswer(): undefined {
+    return undefined;
+  }
+
   answerAdapter(target: ResolvedTarget): ProviderAdapter {
     return target.adapter;
   }

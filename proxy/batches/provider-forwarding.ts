@@ -4,7 +4,7 @@ import { GatewayError } from '../errors.ts';
 import { HEADER } from '../gateway-headers.ts';
 import type { ForwardedCall, ForwardOperation, ResolvedTarget } from '../providers/provider-adapter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
-import type { PlanNode } from '../routing/routing-plan.ts';
+import type { PlanNode } from '../config/routing-plan.ts';
 import { selectRoute } from '../routing/select-route.ts';
 import { guardedCall, MAX_ERROR_BODY_BYTES, readGuardedBody, relayedHeaders, secretsOfTarget, type GuardedResponse } from '../upstream/guarded-call.ts';
 import { readBodyText } from '../upstream/read-body.ts';

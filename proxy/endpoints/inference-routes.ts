@@ -11,7 +11,7 @@ import type { RateLimiter } from '../ratelimit/rate-limiter.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { UpstreamAnswer } from '../upstream/call-target.ts';
 import { walkPlan, type RoutingRuntime, type WalkProgress } from '../routing/execute-plan.ts';
-import type { PlanNode } from '../routing/routing-plan.ts';
+import type { PlanNode } from '../config/routing-plan.ts';
 import { selectRoute, type RouteSelection } from '../routing/select-route.ts';
 import { relayResponse } from './relay-response.ts';
 import { anthropicErrorHandler } from '../ingress/anthropic-messages/messages-request.ts';

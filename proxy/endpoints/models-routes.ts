@@ -8,7 +8,7 @@ import { HEADER, headerValue } from '../gateway-headers.ts';
 import { isRecord } from '../providers/anthropic/anthropic-wire.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
-import type { PlanNode } from '../routing/routing-plan.ts';
+import type { PlanNode } from '../config/routing-plan.ts';
 import { selectRoute, usableBy } from '../routing/select-route.ts';
 import { messagesRoutingHeaders } from '../ingress/anthropic-messages/messages-request.ts';
 

@@ -8,7 +8,7 @@ import { HEADER, headerValue } from '../gateway-headers.ts';
 import type { GatewayMetrics } from '../observability/gateway-metrics.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { SseFrameStage } from '../streams/sse-frame-pipeline.ts';
-import type { PlanNode } from '../routing/routing-plan.ts';
+import type { PlanNode } from '../config/routing-plan.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 
 // The cache on the request path (DESIGN.md §2): look up before routing, answer a HIT

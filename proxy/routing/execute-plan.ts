@@ -16,7 +16,7 @@ import { timeoutInterceptor } from '../resilience/timeout-interceptor.ts';
 import { attemptTarget, type AttemptResult } from '../upstream/call-target.ts';
 import { pickLoadBalancedChild } from './pick-load-balanced-target.ts';
 import { resolveTarget } from './resolve-target.ts';
-import type { PlanNode } from './routing-plan.ts';
+import type { PlanNode } from '../config/routing-plan.ts';
 
 // The strategy walk (DESIGN.md §2): single | fallback | loadbalance | conditional over a
 // compiled plan; at each leaf one attempt wrapped in retry, breaker and timeout

@@ -1,5 +1,5 @@
 import type { GatewayState } from '../config/gateway-state.ts';
-import type { PlanNode } from './routing-plan.ts';
+import type { PlanNode } from '../config/routing-plan.ts';
 
 // What a request resolves to, before it is sent: every leaf of its plan it may reach, each
 // with the provider and model it would call once inline configs, saved providers (`@slug`,

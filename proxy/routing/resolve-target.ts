@@ -6,7 +6,7 @@ import { HEADER } from '../gateway-headers.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { catalogEntry, catalogNames, GENERIC_COMPATIBLE_ADAPTER } from '../providers/provider-catalog.ts';
 import type { HostChooser } from '../upstream/upstream-agent.ts';
-import type { ConfigOrigin } from './routing-plan.ts';
+import type { ConfigOrigin } from '../config/routing-plan.ts';
 
 // A leaf of the config tree → the concrete upstream it calls. Pure: looks only at the
 // node, the snapshot and the request headers (for x-gateway-cloud* settings). Saved

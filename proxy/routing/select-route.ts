@@ -4,7 +4,7 @@ import { formatConfigIssues, parseRoutingConfig } from '../config/routing-config
 import type { GatewayApiKey, GatewayState } from '../config/gateway-state.ts';
 import { GatewayError, PlanCompileError } from '../errors.ts';
 import { HEADER, headerValue } from '../gateway-headers.ts';
-import { compileRoutingPlan, type PlanNode } from './routing-plan.ts';
+import { compileRoutingPlan, type PlanNode } from '../config/routing-plan.ts';
 
 // Which plan serves a request — the spec's four ways of naming a provider:
 //   3. x-gateway-config (inline JSON or a saved config id) — wins over the others;

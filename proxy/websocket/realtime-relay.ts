@@ -16,7 +16,7 @@ import { azureResourceRoot, azureSettingsOf } from '../providers/azure-openai/az
 import type { RequestContext } from '../request-context.ts';
 import type { Admission, RateLimiter } from '../ratelimit/rate-limiter.ts';
 import { resolveTarget } from '../routing/resolve-target.ts';
-import type { PlanNode } from '../routing/routing-plan.ts';
+import type { PlanNode } from '../config/routing-plan.ts';
 import type { ReachableTarget } from '../routing/reachable-targets.ts';
 import type { RouteSelection } from '../routing/select-route.ts';
 import { guardedLookup, type EgressPolicy } from '../upstream/egress-policy.ts';

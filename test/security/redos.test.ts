@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
-import { compileQuery } from '../../proxy/routing/conditional-query.ts';
+import { compileQuery } from '../../proxy/config/conditional-query.ts';
 
 let mock: MockOpenAI;
 let harness: Harness;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { compileRoutingPlan, inheritSettings } from '../../../proxy/routing/routing-plan.ts';
+import { compileRoutingPlan, inheritSettings } from '../../../proxy/config/routing-plan.ts';
 import { pickLoadBalancedChild } from '../../../proxy/routing/pick-load-balanced-target.ts';
 import { seededRandom } from '../../helpers/gateway-harness.ts';
 import { PlanCompileError } from '../../../proxy/errors.ts';

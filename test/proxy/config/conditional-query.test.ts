@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { compileQuery, type QueryInput } from '../../../proxy/routing/conditional-query.ts';
+import { compileQuery, type QueryInput } from '../../../proxy/config/conditional-query.ts';
 import { QueryCompileError } from '../../../proxy/errors.ts';
 
 const input: QueryInput = {

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { catalogEntry, catalogNames } from '../providers/provider-catalog.ts';
+import { isProviderName, PROVIDER_NAMES, SELF_HOSTED_PROVIDERS } from './provider-names.ts';
 import type { PlanNode } from './routing-plan.ts';
 import type { EgressPolicy } from '../upstream/egress-policy.ts';
 import { didYouMean } from './did-you-mean.ts';
@@ -98,11 +98,10 @@ export function planTargetProblems(plan: PlanNode, path: string, references: Pro
 /** Why a plain provider name cannot be called, or undefined. */
 function providerNameProblem(provider: string, hasHost: boolean, hostKey: string): string | undefined {
   if (hasHost) return undefined; // any OpenAI-compatible host may be named freely
-  const entry = catalogEntry(provider);
-  if (entry === undefined) {
-    return `unknown provider "${provider}"${didYouMean(provider, catalogNames())}; name a supported provider, or set ${hostKey} for an OpenAI-compatible host`;
+  if (!isProviderName(provider)) {
+    return `unknown provider "${provider}"${didYouMean(provider, PROVIDER_NAMES)}; name a supported provider, or set ${hostKey} for an OpenAI-compatible host`;
   }
-  if (entry.baseUrl === undefined && entry.resolveOptions === undefined) {
+  if (SELF_HOSTED_PROVIDERS.has(provider)) {
     return `provider "${provider}" is self-hosted: set ${hostKey}`;
   }
   return undefined;

@@ -1,3 +1,4 @@
+import type { ProviderName } from '../config/provider-names.ts';
 import { GatewayError } from '../errors.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { anthropicFamily } from './anthropic/anthropic-adapter.ts';
@@ -20,10 +21,13 @@ const CHAT_COMPLETIONS_EMBEDDINGS: ReadonlySet<InferenceEndpoint> = new Set([
   'embeddings',
 ]);
 
+type NamedFamily = ProviderFamily & { readonly name: ProviderName };
+
 const openaiFull = openaiCompatibleAdapter(ALL);
 const compatible = openaiCompatibleAdapter(CHAT_COMPLETIONS_EMBEDDINGS);
 
-const OPENAI_COMPATIBLE: readonly ProviderFamily[] = [
+// Each name is one of config/provider-names.ts (what a state may name); a test holds that list equal to the catalog.
+const OPENAI_COMPATIBLE: readonly NamedFamily[] = [
   { name: 'openai', baseUrl: 'https://api.openai.com/v1', adapter: openaiFull },
   { name: 'groq', baseUrl: 'https://api.groq.com/openai/v1', adapter: openaiCompatibleAdapter(CHAT_ONLY) },
   { name: 'together-ai', baseUrl: 'https://api.together.xyz/v1', adapter: compatible },

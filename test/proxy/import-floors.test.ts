@@ -16,7 +16,6 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const KNOWN_CLIMBS: ReadonlySet<string> = new Set([
   'proxy/config/gateway-state.ts -> proxy/guardrails/compile-guardrails.ts',
   'proxy/config/state-schema.ts -> proxy/guardrails/guardrail-schema.ts',
-  'proxy/config/state-validation.ts -> proxy/providers/provider-catalog.ts',
 ]);
 
 interface Floor {

@@ -102,7 +102,8 @@ export async function benchConsolePolling(options: ConsolePollingOptions = {}): 
     const totals = { none: { requests: 0, ms: 0, errors: 0, latencies: [] as number[] }, polling: { requests: 0, ms: 0, errors: 0, latencies: [] as number[] } };
     const reads = { logs: 0, configuration: 0, summaries: 0, failures: 0, times: [] as number[] };
     for (let round = 0; round < rounds; round++) {
-      for (const variant of ['none', 'polling'] as const) {
+      // ABBA: the order alternates, so a machine getting busier does not favour either.
+      for (const variant of round % 2 === 0 ? (['none', 'polling'] as const) : (['polling', 'none'] as const)) {
         const poller = variant === 'polling' ? startConsole(gateway.origin, reads) : undefined;
         const result = await runClosedLoop(pool, spec, { connections, durationMs });
         await poller?.stop();

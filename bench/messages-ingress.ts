@@ -13,13 +13,15 @@ import { BENCH_DIR, freePort, launchPrefix, REPO_ROOT, ROUTING_CONFIG_IDS, spawn
 // closed-loop rounds (before after before after…) on the same pinned core: what the ingress
 // layer costs or saves per request.
 //   git archive <commit> | tar -x -C /tmp/base && ln -s "$PWD/node_modules" /tmp/base/node_modules
-//   node bench/messages-ingress.ts --baseline /tmp/base [--after <dir>, default this tree] [--stream] [--rounds 6] [--routing fallback]
+//   node bench/messages-ingress.ts --baseline /tmp/base [--after <dir>, default this tree] [--stream] [--chat] [--rounds 6] [--routing fallback]
 
 const { values } = parseArgs({
   options: {
     baseline: { type: 'string' },
     after: { type: 'string' },
     stream: { type: 'boolean', default: false },
+    // The OpenAI ingress instead (POST /v1/chat/completions): what the layer costs the common path.
+    chat: { type: 'boolean', default: false },
     rounds: { type: 'string', default: '6' },
     'segment-ms': { type: 'string', default: '3000' },
     routing: { type: 'string', default: 'fallback' },
@@ -62,15 +64,13 @@ try {
     side.origin = `http://127.0.0.1:${port}`;
     await waitForHttp(`${side.origin}/ready`, side.process);
   }
-  const body = {
-    model: 'gpt-4o-mini',
-    max_tokens: 64,
-    system: 'You are terse.',
-    messages: [{ role: 'user', content: 'Say hello in one short sentence.' }],
-    ...(values.stream ? { stream: true } : {}),
-  };
+  const stream = values.stream ? { stream: true } : {};
+  const body = values.chat
+    ? { model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Say hello in one short sentence.' }], ...stream }
+    : { model: 'gpt-4o-mini', max_tokens: 64, system: 'You are terse.', messages: [{ role: 'user', content: 'Say hello in one short sentence.' }], ...stream };
+  const path = values.chat ? '/v1/chat/completions' : '/v1/messages';
   const spec: RequestSpec = {
-    path: '/v1/messages',
+    path,
     headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-gateway-api-key': apiKey, 'x-gateway-config': ROUTING_CONFIG_IDS[routing] },
     body: Buffer.from(JSON.stringify(body)),
   };
@@ -98,7 +98,7 @@ try {
     percentile(side.latencies, 99).toFixed(2),
     rssMiB(side.process?.pid ?? 0).toFixed(0),
   ]);
-  process.stdout.write(`POST /v1/messages${values.stream ? ' (stream)' : ''}, ${routing} routing, translated to chat (50 connections)\n`);
+  process.stdout.write(`POST ${path}${values.stream ? ' (stream)' : ''}, ${routing} routing${values.chat ? '' : ', translated to chat'} (50 connections)\n`);
   process.stdout.write(`${markdownTable(['gateway', 'req/s per core', 'vs before', 'p50 ms', 'p99 ms', 'RSS MiB'], rows)}\n`);
   for (const pool of pools.values()) await pool.destroy();
 } finally {

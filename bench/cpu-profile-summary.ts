@@ -38,10 +38,17 @@ interface FunctionTime {
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
+/** A path inside an aigateway checkout (this one, or another tree profiled for an A/B), relative to its root. */
+function repoRelative(path: string): string | undefined {
+  if (path.startsWith(REPO_ROOT)) return path.slice(REPO_ROOT.length);
+  if (path.includes('/node_modules/')) return undefined;
+  return /\/((?:proxy|bin|operator)\/.*)$/.exec(path)?.[1];
+}
+
 function locationOf(frame: CallFrame): string {
   if (frame.url === '') return '';
   const path = frame.url.startsWith('file://') ? fileURLToPath(frame.url) : frame.url;
-  const relative = path.startsWith(REPO_ROOT) ? path.slice(REPO_ROOT.length) : path;
+  const relative = repoRelative(path) ?? path;
   return `${relative.replace(/^.*node_modules\//, '')}:${frame.lineNumber + 1}`;
 }
 
@@ -57,9 +64,8 @@ function areaOf(frame: CallFrame): string {
   }
   const modules = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
   if (modules?.[1] !== undefined) return modules[1];
-  const path = url.startsWith('file://') ? fileURLToPath(url) : url;
-  if (path.startsWith(REPO_ROOT)) {
-    const relative = path.slice(REPO_ROOT.length);
+  const relative = repoRelative(url.startsWith('file://') ? fileURLToPath(url) : url);
+  if (relative !== undefined) {
     const [top, second] = relative.split('/');
     return top === 'proxy' && second !== undefined && !second.endsWith('.ts') ? `aigateway proxy/${second}/` : `aigateway ${top}/`;
   }
@@ -71,15 +77,24 @@ type FramePredicate = (frame: CallFrame, location: string) => boolean;
 // aigateway's features, tested from the innermost frame outwards: a sample counts for the
 // first feature one of its frames belongs to (so undici under the routing walk is undici).
 const FEATURES: ReadonlyArray<readonly [string, FramePredicate]> = [
-  ['JSON request log line (pino → file)', (f, at) => /\/(pino|sonic-boom|@pinojs\/[^/]+)\//.test(f.url) || at.startsWith('proxy/observability/log-line.ts')],
-  ['request log store (records → SQLite worker)', (f, at) => at.startsWith('proxy/logs/') || at.startsWith('proxy/observability/request-record') || f.url === 'node:internal/worker'],
-  ['Prometheus metrics', (f, at) => f.url.includes('/prom-client/') || at.startsWith('proxy/observability/')],
-  ['API-key auth (sha256)', (_f, at) => at.startsWith('proxy/auth/')],
-  ['body validation', (f, at) => f.url.includes('/zod/') || /^proxy\/endpoints\/[a-z-]*body[a-z-]*\.ts/.test(at)],
+  ['request log line (pino → file)', (f, at) => /\/(pino|sonic-boom|@pinojs\/[^/]+)\//.test(f.url) || at.startsWith('proxy/observability/log-line.ts')],
+  ['log store hand-off (records → SQLite worker)', (f, at) => at.startsWith('proxy/logs/') || at.startsWith('proxy/observability/request-record') || f.url === 'node:internal/worker'],
+  ['tracing (OpenTelemetry)', (f, at) => f.url.includes('/@opentelemetry/') || at.startsWith('proxy/observability/tracing')],
+  ['Prometheus metrics', (f, at) => f.url.includes('/prom-client/') || /^proxy\/observability\/(observe-request|metric-series|gateway-metrics)\.ts/.test(at)],
+  ['API-key auth', (_f, at) => at.startsWith('proxy/auth/')],
+  ['duplicate-key scan', (_f, at) => at.startsWith('proxy/openai/json-duplicate-keys.ts')],
+  ['body parse (JSON.parse of the request)', (f, at) => at.startsWith('proxy/gateway-server.ts') && f.functionName === 'parseJsonBody'],
+  ['body validation (zod)', (f, at) => f.url.includes('/zod/') || at.startsWith('proxy/openai/body-validation') || /^proxy\/endpoints\/[a-z-]*body[a-z-]*\.ts/.test(at)],
+  ['context, trace id, in-flight slots (onRequest hook)', (f, at) => (at.startsWith('proxy/gateway-server.ts') && /^(admitRequest|releaseSlots|traceIdFor|parseMetadata)$/.test(f.functionName)) || at.startsWith('proxy/request-context.ts')],
+  ['accounting at the end (finish, cost)', (_f, at) => at.startsWith('proxy/observability/request-finish') || at.startsWith('proxy/accounting/')],
+  ['rate limits, budgets, policies', (_f, at) => at.startsWith('proxy/ratelimit/') || at.startsWith('proxy/budgets/') || at.startsWith('proxy/endpoints/policy-admission') || at.startsWith('proxy/endpoints/forwarded-policies')],
   ['reading the upstream answer (usage)', (f, at) => /^proxy\/(upstream|endpoints)\//.test(at) && /^(readAll|parseJson|noteUsage|usageOf|recordUsage)$/.test(f.functionName)],
   ['routing (select, walk, resolve)', (_f, at) => at.startsWith('proxy/routing/') || at.startsWith('proxy/resilience/')],
+  ['upstream call (adapter, guarded call, egress)', (_f, at) => at.startsWith('proxy/upstream/') || at.startsWith('proxy/providers/')],
+  ['relay (answer to the client)', (_f, at) => at.startsWith('proxy/endpoints/relay-response') || at.startsWith('proxy/streams/')],
+  ['MCP, WebSocket, console', (_f, at) => /^proxy\/(mcp|websocket|console)\//.test(at)],
   ['upstream HTTP client (undici)', (f) => f.url.includes('/undici/') || f.url.startsWith('wasm://')],
-  ['other aigateway code', (_f, at) => at.startsWith('proxy/') || at.startsWith('bin/')],
+  ['other aigateway code (handlers, hooks)', (_f, at) => at.startsWith('proxy/') || at.startsWith('bin/')],
   ['HTTP server and sockets (fastify, node:http, net, streams)', (f) => /\/(fastify|find-my-way|avvio|toad-cache|@fastify\/[^/]+)\//.test(f.url) || /^node:(_http_|net|internal\/(http|streams|stream_base|net))/.test(f.url)],
   ['garbage collector', (f) => f.functionName === '(garbage collector)'],
 ];

@@ -9,6 +9,7 @@ import { createLoadPool, REQUEST_TIMEOUT_MS, runClosedLoop, runOpenLoop, type Re
 import { COMPLETION_BODY } from './mock-upstream.ts';
 import { coreBusySeconds, cpuSeconds, procAvailable, rssMiB, waitUntilIdle } from './process-stats.ts';
 import { renderReport, type Scenario, type ScenarioResult, type TargetTotals } from './report.ts';
+import { runWrkClosedLoop, wrkPath } from './wrk-closed-loop.ts';
 import {
   BENCH_DIR,
   directTarget,
@@ -40,17 +41,25 @@ const { values: options } = parseArgs({
     profile: { type: 'boolean', default: false },
     'no-pin': { type: 'boolean', default: false },
     'keep-logs': { type: 'boolean', default: false },
+    features: { type: 'string', default: 'mcp,budgets,console' },
+    'node-generator': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
 
 if (options.help) {
   process.stdout.write(`Usage: npm run bench -- [--quick] [--routing single|fallback] [--targets direct,bare,aigateway,peer]
-                        [--profile] [--no-pin] [--keep-logs]
+                        [--profile] [--no-pin] [--keep-logs] [--features mcp,budgets,console|none]
+                        [--node-generator]
   --quick     one short round per scenario (~35 s) instead of three (~3 min)
   --routing   aigateway's saved config: single target (default) or fallback + retry
   --profile   profile aigateway (node --cpu-prof) under the closed loop and summarise it
               (with --targets bare: profile the bare proxy instead, for comparison)
+  --features  the per-feature sections after the main tables (default all): MCP tools/call
+              through the gateway vs direct, a request under an active cost policy vs none,
+              load with the console polling beside it; none to skip them
+  --node-generator  the closed loop on the bench's own Node generator even when wrk is
+              installed (wrk is what ../shared/tools/bench-side-by-side uses)
 `);
   process.exit(0);
 }
@@ -81,7 +90,8 @@ const plan = {
   profileMs: quick ? 6_000 : 15_000,
   pauseMs: 150,
 };
-const mockSettings: MockSettings = { delayMs: 0, chunks: 10, chunkIntervalMs: 20 };
+// As the shared yardstick's mock streams: 20 chunks 5 ms apart.
+const mockSettings: MockSettings = { delayMs: 0, chunks: 20, chunkIntervalMs: 5 };
 const SCENARIOS: Scenario[] = [
   { id: 'open-500', title: 'Open loop, 500 req/s', kind: 'open', rate: 500, connections: 0 },
   { id: 'open-1500', title: 'Open loop, 1,500 req/s', kind: 'open', rate: 1_500, connections: 0 },
@@ -89,8 +99,21 @@ const SCENARIOS: Scenario[] = [
   { id: 'stream', title: `Streaming, 200 streams/s (${mockSettings.chunks} chunks ${mockSettings.chunkIntervalMs} ms apart)`, kind: 'stream', rate: 200, connections: 0 },
 ];
 
+// The shared yardstick's request body (its body.json / body-stream.json), byte for byte:
+// parsing, the duplicate-key scan and validation cost by the byte.
 const chatBody = (stream: boolean): Buffer =>
-  Buffer.from(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello in one short sentence.' }], ...(stream ? { stream: true } : {}) }));
+  Buffer.from(
+    JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'system', content: 'You are a helpful assistant.' },
+        { role: 'user', content: 'Summarise the benefits of connection pooling in HTTP proxies in two sentences, please, for a benchmark request body.' },
+      ],
+      temperature: 0.2,
+      max_tokens: 128,
+      ...(stream ? { stream: true } : {}),
+    }),
+  );
 const PLAIN_BODY = chatBody(false);
 const STREAM_BODY = chatBody(true);
 const specFor = (target: Target, stream: boolean): RequestSpec => ({ path: '/v1/chat/completions', headers: target.headers, body: stream ? STREAM_BODY : PLAIN_BODY });
@@ -184,8 +207,17 @@ async function warmUp(target: Target, pool: ReturnType<typeof createLoadPool>): 
   await runOpenLoop(pool, specFor(target, true), { rate: 100, durationMs: 300, drainMs: REQUEST_TIMEOUT_MS });
 }
 
+// The closed loop runs on wrk when it is installed, like the shared yardstick (wrk-closed-loop.ts).
+const wrk = options['node-generator'] ? undefined : wrkPath();
+if (wrk === undefined && !options['node-generator']) notes.push('wrk is not installed: the closed loop ran on the Node generator, which cannot saturate a fast target (see docs/performance.md, "Two benches, one answer").');
+
+function closedLoop(target: Target, pool: ReturnType<typeof createLoadPool>, connections: number, durationMs: number): Promise<SegmentResult> {
+  if (wrk === undefined) return runClosedLoop(pool, specFor(target, false), { connections, durationMs });
+  return runWrkClosedLoop(wrk, target.origin, specFor(target, false), { connections, durationMs, workDir, prefix: launchPrefix(generatorCore) });
+}
+
 function runSegment(scenario: Scenario, target: Target, pool: ReturnType<typeof createLoadPool>): Promise<SegmentResult> {
-  if (scenario.kind === 'closed') return runClosedLoop(pool, specFor(target, false), { connections: scenario.connections, durationMs: plan.segmentMs });
+  if (scenario.kind === 'closed') return closedLoop(target, pool, scenario.connections, plan.segmentMs);
   return runOpenLoop(pool, specFor(target, scenario.kind === 'stream'), { rate: scenario.rate, durationMs: plan.segmentMs, drainMs: REQUEST_TIMEOUT_MS });
 }
 
@@ -249,15 +281,66 @@ async function benchmark(): Promise<void> {
       command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
       machine: `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Linux ${release()}, Node ${process.version}; load average ${loadBefore.toFixed(2)} before, ${(loadavg()[0] ?? 0).toFixed(2)} after (shared machine)`,
       pinning: `${pin ? `targets on core ${TARGET_CORE}; load generator and mock on core ${GENERATOR_CORE} (taskset)` : 'none (taskset missing, fewer than 2 cores, or --no-pin): per-core figures still hold, latencies are noisier'}`,
-      plan: `${plan.rounds} interleaved round(s) × ${plan.segmentMs / 1000} s per target per scenario after a ${plan.warmupMs / 1000} s warm-up; ${minutes} min in all. aigateway: API-key auth, saved config "${targets.find((target) => target.name === 'aigateway')?.headers['x-gateway-config'] ?? '–'}", metrics on, JSON request log to a file. Mock: ${COMPLETION_BODY.length}-byte chat.completion after ${mockSettings.delayMs} ms.`,
+      plan: `${plan.rounds} interleaved round(s) × ${plan.segmentMs / 1000} s per target per scenario after a ${plan.warmupMs / 1000} s warm-up; ${minutes} min in all. Closed loop on ${wrk === undefined ? 'the Node generator' : 'wrk -t1'}. aigateway: API-key auth, saved config "${targets.find((target) => target.name === 'aigateway')?.headers['x-gateway-config'] ?? '–'}", metrics on, JSON request log to a file. Mock: ${COMPLETION_BODY.length}-byte chat.completion after ${mockSettings.delayMs} ms.`,
       notes,
     },
     results,
   );
+  const sections = await featureSections();
   const file = join(resultsDir, `bench-${stamp}${quick ? '-quick' : ''}.md`);
-  writeFileSync(file, report);
-  process.stdout.write(`\n${report}`);
+  writeFileSync(file, report + sections);
+  process.stdout.write(`\n${report}${sections}`);
   log(`\nsaved ${file.slice(REPO_ROOT.length + 1)}`);
+}
+
+// The features of this round, each measured by its own module (bench/<feature>.ts, owned with
+// the feature) as a function that returns a markdown table or a result with one. A module not
+// there yet, or without such a function, gets a line saying so instead of a section.
+const FEATURE_SECTIONS = {
+  mcp: { title: 'MCP tools/call, through the gateway vs direct', module: './mcp-tools-call.ts' },
+  budgets: { title: 'A request under an active cost policy vs none (memory and Redis)', module: './budget-overhead.ts' },
+  console: { title: 'Load with the console polling beside it', module: './console-polling.ts' },
+} as const;
+
+async function featureSections(): Promise<string> {
+  const wanted = options.features === 'none' ? [] : options.features.split(',').map((name) => name.trim()).filter((name) => name !== '');
+  const out: string[] = [];
+  for (const name of wanted) {
+    const section = FEATURE_SECTIONS[name as keyof typeof FEATURE_SECTIONS];
+    if (section === undefined) {
+      reportNote(`unknown --features entry "${name}" (known: ${Object.keys(FEATURE_SECTIONS).join(', ')})`);
+      continue;
+    }
+    log(`feature section: ${section.title}…`);
+    out.push(`\n## ${section.title}\n\n${await runFeatureSection(section.module)}\n`);
+  }
+  return out.join('');
+}
+
+/** Calls the module's `bench…` function (quick settings with --quick) and renders its table. */
+async function runFeatureSection(modulePath: string): Promise<string> {
+  let exported: Record<string, unknown>;
+  try {
+    // A variable specifier: a module that has not landed yet is a note, not a type error.
+    const specifier: string = modulePath;
+    exported = (await import(specifier)) as Record<string, unknown>;
+  } catch (error) {
+    return `Not measured: \`bench/${modulePath.slice(2)}\` could not be loaded (${(error as Error).message.split('\n')[0]}).`;
+  }
+  const entries = Object.entries(exported);
+  const run = entries.find(([key, value]) => /^bench[A-Z]/.test(key) && typeof value === 'function')?.[1] as ((settings: object) => Promise<unknown>) | undefined;
+  if (run === undefined) return `Not measured: \`bench/${modulePath.slice(2)}\` exports no \`bench…(options)\` function yet.`;
+  const settings = quick ? { seconds: 1, rounds: 1, calls: 500, warmup: 100 } : {};
+  try {
+    const result = await run(settings);
+    if (typeof result === 'string') return result;
+    const table = (result as { table?: unknown } | undefined)?.table;
+    if (typeof table === 'string') return table;
+    const render = entries.find(([key, value]) => /Table$/.test(key) && typeof value === 'function')?.[1] as ((value: unknown) => string) | undefined;
+    return render === undefined ? `\`\`\`json\n${JSON.stringify(result, null, 2)}\n\`\`\`` : render(result);
+  } catch (error) {
+    return `Not measured: the run failed (${(error as Error).message.split('\n')[0]}).`;
+  }
 }
 
 /** --profile: aigateway (or, with --targets bare, the bare proxy) under the closed loop with --cpu-prof. */
@@ -277,7 +360,7 @@ async function profile(): Promise<void> {
   const cpuBefore = cpuSeconds(gateway.process.pid);
   // V8 stamps samples with the machine's monotonic clock (µs), the one hrtime reads.
   const fromUs = Number(process.hrtime.bigint() / 1000n);
-  const segment = await runClosedLoop(pool, specFor(gateway, false), { connections: 50, durationMs: plan.profileMs });
+  const segment = await closedLoop(gateway, pool, 50, plan.profileMs);
   const window = { fromUs, toUs: Number(process.hrtime.bigint() / 1000n) };
   const cpu = cpuSeconds(gateway.process.pid) - cpuBefore;
   await pool.destroy();

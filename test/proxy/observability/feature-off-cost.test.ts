@@ -1,0 +1,62 @@
+// A feature that is off costs nothing per request: with no MCP server, no WebSocket session,
+// no usage-limit policy and the console off, chat completions call no function of
+// proxy/mcp/, proxy/websocket/ or proxy/console/, and of proxy/budgets/ only the checks that
+// find no policy (each returns at its first test). Counted with V8's precise coverage (every
+// call, not samples); a new per-request call into a feature that is off fails here.
+import assert from 'node:assert/strict';
+import { Session } from 'node:inspector/promises';
+import { test } from 'node:test';
+import { startMockOpenAI } from '../../fixtures/mock-openai.ts';
+import { baseState, startHarness } from '../../helpers/gateway-harness.ts';
+
+interface Coverage {
+  result: Array<{ url: string; functions: Array<{ functionName: string; ranges: Array<{ count: number }> }> }>;
+}
+
+const FEATURE = /\/proxy\/(mcp|websocket|console|budgets)\//;
+const REQUESTS = 40;
+
+test('MCP, WebSocket, budgets and console cost no call per request when they are off', async () => {
+  const mock = await startMockOpenAI({ apiKey: 'sk-off' });
+  const harness = await startHarness({ state: baseState({ providers: [{ slug: 'mock', provider: 'openai', apiKey: 'sk-off', customHost: mock.url }] }) });
+  const session = new Session();
+  session.connect();
+  try {
+    const client = harness.client({ 'x-gateway-config': JSON.stringify({ provider: '@mock' }) });
+    const ask = () => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    await ask(); // first request: lazy loads happen here, not in the count
+    await session.post('Profiler.enable');
+    await session.post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
+    await session.post('Profiler.takePreciseCoverage'); // resets the counters
+    for (let i = 0; i < REQUESTS; i++) await ask();
+    const { result } = (await session.post('Profiler.takePreciseCoverage')) as unknown as Coverage;
+    await session.post('Profiler.stopPreciseCoverage');
+    const calls = new Map<string, number>();
+    for (const script of result) {
+      const feature = FEATURE.exec(script.url)?.[1];
+      if (feature === undefined) continue;
+      for (const fn of script.functions) {
+        const count = fn.ranges[0]?.count ?? 0;
+        if (count === 0 || fn.functionName === '') continue;
+        const key = `${feature}: ${fn.functionName}`;
+        calls.set(key, (calls.get(key) ?? 0) + count);
+      }
+    }
+    const perRequest = [...calls].filter(([, count]) => count >= REQUESTS).map(([name, count]) => `${name} ×${count / REQUESTS}`);
+    // What runs per request with budgets off, each an early return: the admission check (no
+    // enforcer), the policy lists it reads (state and API, both empty), the onSend hook's one
+    // property read (a cache hit under a budget says it was not charged) and the settlement
+    // (nothing reserved). admitUnderBudgets is async: a promise per request while it is awaited.
+    assert.deepEqual(perRequest.sort(), [
+      'budgets: admitUnderBudgets ×1',
+      'budgets: budgetCacheHitHeader ×1',
+      'budgets: settleBudgetOf ×1',
+      'budgets: snapshot ×1',
+      'budgets: usageLimitsOf ×1',
+    ]);
+  } finally {
+    session.disconnect();
+    await harness.close();
+    await mock.close();
+  }
+});

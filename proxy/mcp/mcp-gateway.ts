@@ -19,7 +19,7 @@ import { answerDirect, directRequestOf } from './mcp-direct.ts';
 import { isObject, MCP_ERROR, rpcErrorReply, RpcError } from './mcp-errors.ts';
 import type { MethodHost } from './mcp-methods.ts';
 import { looksLikeJwt, verifyBearer } from './mcp-oauth.ts';
-import { JsonParseFailure } from './mcp-plugin.ts';
+import { HeaderRefusal, JsonParseFailure } from './mcp-plugin.ts';
 import { answerWithSdkServer } from './mcp-sdk-server.ts';
 import { McpSessionSeal, type McpSession } from './mcp-session.ts';
 import { checkMirroredHeaders, checkModernVersion, isModern, MODERN_METHODS, MODERN_VERSION } from './mcp-stateless.ts';
@@ -94,6 +94,7 @@ export class McpGateway {
     const scope = this.#scopeOf(catalog, principal, scopeName);
     const body = request.body;
     if (body instanceof JsonParseFailure) return rpcErrorReply(reply, 400, ErrorCode.ParseError, `Parse error: ${body.message}`);
+    if (body instanceof HeaderRefusal) return rpcErrorReply(reply, body.status, body.code, body.message);
     const route = scopeName === undefined ? '/mcp' : '/mcp/:server';
     if (isModern(request, body)) return this.#postModern(request, reply, body, { catalog, principal, scope, route });
     const messages = Array.isArray(body) ? body : [body];

@@ -19,6 +19,33 @@ export class JsonParseFailure {
   }
 }
 
+/**
+ * A 2026-07-28 request refused on its headers alone, before its body is parsed: no Mcp-Method,
+ * or a method the gateway does not serve statelessly. The body is never trusted over them:
+ * what is not refused here is checked against the body (mcp-stateless.ts).
+ */
+export class HeaderRefusal {
+  readonly status: number;
+  readonly code: number;
+  readonly message: string;
+  constructor(status: number, code: number, message: string) {
+    this.status = status;
+    this.code = code;
+    this.message = message;
+  }
+}
+
+/** Kept in step with mcp-stateless.ts MODERN_METHODS (this module loads no SDK code). */
+const SERVED_STATELESS = new Set(['server/discover', 'tools/list', 'tools/call', 'prompts/list', 'prompts/get', 'resources/list', 'resources/templates/list', 'resources/read']);
+
+function refusalOf(request: FastifyRequest): HeaderRefusal | undefined {
+  if (request.headers['mcp-protocol-version'] !== '2026-07-28') return undefined;
+  const method = request.headers['mcp-method'];
+  if (typeof method !== 'string' || method === '') return new HeaderRefusal(400, -32020, 'Header mismatch: the Mcp-Method header is required.');
+  if (!SERVED_STATELESS.has(method) && !method.startsWith('notifications/')) return new HeaderRefusal(404, -32601, 'Method not found');
+  return undefined;
+}
+
 const MCP_ROUTE = { config: { gatewayScope: 'inference', oauthBearer: true } } as const;
 
 export function mcpPlugin(deps: McpGatewayDeps): FastifyPluginAsync {
@@ -37,6 +64,11 @@ export function mcpPlugin(deps: McpGatewayDeps): FastifyPluginAsync {
       const limit = request.gateway.state.document.mcp?.maxMessageBytes ?? 4 * 1024 * 1024;
       if (raw.length > limit) {
         done(new GatewayError('AIGW_ERR_BODY_TOO_LARGE', `An MCP message may be at most ${limit} bytes.`), undefined);
+        return;
+      }
+      const refusal = refusalOf(request);
+      if (refusal !== undefined) {
+        done(null, refusal);
         return;
       }
       try {

@@ -9,7 +9,7 @@ import { isObject, MCP_ERROR, RpcError } from './mcp-errors.ts';
 
 export const MODERN_VERSION = '2026-07-28';
 export const META_VERSION = 'io.modelcontextprotocol/protocolVersion';
-/** Methods of the modern revision the gateway serves (subscriptions/listen and MRTR are not). */
+/** Methods of the modern revision the gateway serves (subscriptions/listen and MRTR are not); mcp-plugin.ts keeps a copy. */
 export const MODERN_METHODS: ReadonlySet<string> = new Set(['server/discover', 'tools/list', 'tools/call', 'prompts/list', 'prompts/get', 'resources/list', 'resources/templates/list', 'resources/read']);
 /** Methods whose Mcp-Name header mirrors params.name / params.uri. */
 const NAMED: Readonly<Record<string, 'name' | 'uri'>> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri', 'resources/subscribe': 'uri', 'resources/unsubscribe': 'uri' };

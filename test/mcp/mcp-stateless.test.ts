@@ -133,8 +133,16 @@ describe('MCP 2026-07-28: stateless requests', () => {
     const unknown = await post('/mcp', body, headers);
     assert.equal(unknown.status, 404);
     assert.equal(unknown.json?.error?.code, -32601);
-    const batch = await post('/mcp', [body], { 'mcp-protocol-version': '2026-07-28' });
+    const batch = await post('/mcp', [body], { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' });
     assert.equal(batch.status, 400, 'a modern request is one message');
+    // Refused on the headers alone: the body (here not even JSON) is never parsed.
+    const unparsed = await fetch(`${harness.gateway.origin}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-gateway-api-key': TEST_GATEWAY_KEY, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen' },
+      body: '{"jsonrpc": "2.0", "id": 1, "method": ',
+    });
+    assert.equal(unparsed.status, 404);
+    assert.equal(((await unparsed.json()) as { error: { code: number } }).error.code, -32601);
   });
 });
 

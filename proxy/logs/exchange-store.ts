@@ -21,10 +21,12 @@ const MAX_QUEUED_BYTES = 64 * 1024 * 1024;
 const BATCH = 200;
 const FLUSH_MS = 500;
 const DELETE_CHUNK = 5_000;
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
 
 export class ExchangeStore {
   readonly #driver: SqlDriver;
   readonly #logger: Logger;
+  readonly #table: string;
   #queue: StoredExchange[] = [];
   #queuedBytes = 0;
   #dropped = 0;
@@ -32,19 +34,22 @@ export class ExchangeStore {
   #flushing: Promise<void> | undefined;
   #closed = false;
 
-  private constructor(driver: SqlDriver, logger: Logger) {
+  private constructor(driver: SqlDriver, logger: Logger, table: string) {
     this.#driver = driver;
     this.#logger = logger;
+    this.#table = table;
   }
 
-  /** Creates the table if it is missing. */
-  static async open(driver: SqlDriver, logger: Logger): Promise<ExchangeStore> {
+  /** Creates the table if it is missing; `table` may be schema-qualified (default request_log_exchanges). */
+  static async open(driver: SqlDriver, logger: Logger, options: { table?: string } = {}): Promise<ExchangeStore> {
+    const table = options.table ?? EXCHANGE_TABLE;
+    if (!IDENTIFIER.test(table)) throw new RangeError(`not a table name: ${JSON.stringify(table)}`);
     const bigint = driver.dialect === 'postgres' ? 'BIGINT' : 'INTEGER';
     await driver.exec(
-      `CREATE TABLE IF NOT EXISTS ${EXCHANGE_TABLE} (id TEXT PRIMARY KEY, started_at ${bigint} NOT NULL, exchange TEXT NOT NULL);` +
-        `CREATE INDEX IF NOT EXISTS ${EXCHANGE_TABLE}_started_at ON ${EXCHANGE_TABLE} (started_at);`,
+      `CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, started_at ${bigint} NOT NULL, exchange TEXT NOT NULL);` +
+        `CREATE INDEX IF NOT EXISTS ${table.replace('.', '_')}_started_at ON ${table} (started_at);`,
     );
-    return new ExchangeStore(driver, logger);
+    return new ExchangeStore(driver, logger, table);
   }
 
   /** Queues one exchange; never waits (a full queue drops it, counted in `dropped`). */
@@ -85,7 +90,7 @@ export class ExchangeStore {
       await this.#driver.transaction(async (tx) => {
         for (const item of batch) {
           const { id, startedAt, ...rest } = item;
-          await tx.query(`INSERT INTO ${EXCHANGE_TABLE} (id, started_at, exchange) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`, [id, startedAt, JSON.stringify(rest)]);
+          await tx.query(`INSERT INTO ${this.#table} (id, started_at, exchange) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`, [id, startedAt, JSON.stringify(rest)]);
         }
       });
     } catch (error) {
@@ -97,7 +102,7 @@ export class ExchangeStore {
   }
 
   async get(id: string): Promise<StoredExchange | undefined> {
-    const rows = await this.#driver.query(`SELECT id, started_at, exchange FROM ${EXCHANGE_TABLE} WHERE id = $1`, [id]);
+    const rows = await this.#driver.query(`SELECT id, started_at, exchange FROM ${this.#table} WHERE id = $1`, [id]);
     const row = rows[0];
     if (row === undefined) return undefined;
     return { id: str(row['id']), startedAt: num(row['started_at']), ...(JSON.parse(str(row['exchange'])) as RequestExchange) };
@@ -108,7 +113,7 @@ export class ExchangeStore {
     let total = 0;
     for (;;) {
       const rows = await this.#driver.query(
-        `DELETE FROM ${EXCHANGE_TABLE} WHERE id IN (SELECT id FROM ${EXCHANGE_TABLE} WHERE started_at < $1 LIMIT ${DELETE_CHUNK}) RETURNING id`,
+        `DELETE FROM ${this.#table} WHERE id IN (SELECT id FROM ${this.#table} WHERE started_at < $1 LIMIT ${DELETE_CHUNK}) RETURNING id`,
         [cutoffMs],
       );
       total += rows.length;

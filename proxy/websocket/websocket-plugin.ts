@@ -149,8 +149,8 @@ const upgradeResponses = new WeakMap<FastifyRequest, ServerResponse>();
 
 /**
  * Admission before the upgrade: the socket caps, the route (a saved config, provider headers
- * or the `model` query parameter; the realtime route needs one), and the rate limits of the
- * key and what it routes to, a session counted as one request.
+ * or the `model` query parameter; the realtime route needs one), the rate limits of the key
+ * and what it routes to (a session counted as one request), and its budgets.
  */
 async function admit(deps: WebSocketDeps, registry: SocketRegistry, request: FastifyRequest, response: ServerResponse, kind: 'responses' | 'realtime'): Promise<void> {
   // A plain GET (no upgrade): the same 404 in the OpenAI shape as any unknown route.

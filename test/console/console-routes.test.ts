@@ -113,6 +113,22 @@ describe('GET /v1/configuration', () => {
     );
   });
 
+  test('standalone: one replica, this process, serving the state it loaded; no custom resource', async () => {
+    const body = JSON.parse((await get(on, '/v1/configuration', TEST_GATEWAY_KEY)).text) as Record<string, unknown>;
+    const ready = (await (await fetch(`${on.gateway.origin}/ready`)).json()) as { config_hash: string };
+    assert.equal(body['mode'], 'standalone');
+    assert.equal(body['desired_hash'], ready.config_hash);
+    const replicas = body['replicas'] as Array<{ pod: string; served_hash: string; matches_desired: boolean; checked_at: string }>;
+    assert.equal(replicas.length, 1);
+    assert.equal(replicas[0]?.pod, body['replica']);
+    assert.equal(replicas[0]?.served_hash, ready.config_hash);
+    assert.equal(replicas[0]?.matches_desired, true);
+    assert.ok(!Number.isNaN(Date.parse(replicas[0]?.checked_at ?? '')));
+    assert.equal(body['resources'], null);
+    assert.equal(body['cluster_error'], null);
+    assert.deepEqual(body['request_log'], { bodies: false });
+  });
+
   test('an admin key sees its own workspace; org_admin sees every workspace', async () => {
     type Seen = { workspace: string | null; providers: Array<{ slug: string }>; configs: Array<{ id: string }>; api_keys: Array<{ id: string }> };
     const seen = async (key: string): Promise<Seen> => JSON.parse((await get(on, '/v1/configuration', key)).text) as Seen;

@@ -1,8 +1,9 @@
 // A feature that is off costs nothing per request: with no MCP server, no WebSocket session,
-// no usage-limit policy and the console off, chat completions call no function of
-// proxy/mcp/, proxy/websocket/ or proxy/console/, and of proxy/budgets/ only the checks that
-// find no policy (each returns at its first test). Counted with V8's precise coverage (every
-// call, not samples); a new per-request call into a feature that is off fails here.
+// no usage-limit policy, the console off and no body capture (--log-bodies), chat completions
+// call no function of proxy/mcp/, proxy/websocket/, proxy/console/ or proxy/logs/exchange-*,
+// and of proxy/budgets/ only the checks that find no policy (each returns at its first test).
+// Counted with V8's precise coverage (every call, not samples); a new per-request call into a
+// feature that is off fails here.
 import assert from 'node:assert/strict';
 import { Session } from 'node:inspector/promises';
 import { test } from 'node:test';
@@ -13,10 +14,10 @@ interface Coverage {
   result: Array<{ url: string; functions: Array<{ functionName: string; ranges: Array<{ count: number }> }> }>;
 }
 
-const FEATURE = /\/proxy\/(mcp|websocket|console|budgets)\//;
+const FEATURE = /\/proxy\/(mcp|websocket|console|budgets|logs\/exchange-)/;
 const REQUESTS = 40;
 
-test('MCP, WebSocket, budgets and console cost no call per request when they are off', async () => {
+test('MCP, WebSocket, budgets, the console and body capture cost no call per request when they are off', async () => {
   const mock = await startMockOpenAI({ apiKey: 'sk-off' });
   const harness = await startHarness({ state: baseState({ providers: [{ slug: 'mock', provider: 'openai', apiKey: 'sk-off', customHost: mock.url }] }) });
   const session = new Session();

@@ -14,7 +14,7 @@ import { admitCall } from './route-policies.ts';
 import type { PolicyRuntime } from '../endpoints/policy-admission.ts';
 import type { BudgetRuntime } from '../budgets/budget-admission.ts';
 import { relayedHeaders } from '../upstream/guarded-call.ts';
-import { chargeForwardedBatch, chargesForwardedBatches } from './forwarded-batch-charging.ts';
+import { chargeForwardedBatch, chargesForwardedBatches, recordBatchCreator } from './forwarded-batch-charging.ts';
 
 // /v1/batches. completion_window "immediate" → a gateway-managed batch (gwbatch-…) run by
 // the gateway's own pipeline; "24h" → the provider's batch API. Reads and cancels of
@@ -32,7 +32,7 @@ export interface BatchRouteDeps {
   readonly now: () => number;
   /** Rate limits: every call is counted (route-policies.ts); undefined counts nothing. */
   readonly policies?: PolicyRuntime;
-  /** Budgets: a forwarded batch found finished is charged by its results; undefined charges nothing. */
+  /** Budgets: a forwarded batch's creator is recorded, and once found finished it is charged by its results; undefined charges nothing. */
   readonly budgets?: BudgetRuntime;
 }
 
@@ -140,7 +140,15 @@ async function createBatch(deps: BatchRouteDeps, request: FastifyRequest, reply:
       body: request.rawBody,
       headers: { 'content-type': 'application/json' },
     });
-    return relayProviderAnswer(reply, target, answer);
+    const store = deps.budgets?.budgets?.store;
+    if (store === undefined || answer.statusCode < 200 || answer.statusCode >= 300) return relayProviderAnswer(reply, target, answer);
+    // The batch object is read (it is small) to record who created it: its results are charged to them
+    // (recorded even with no usage-limit policy yet, so a policy added later charges the creator too).
+    const headers = relayedHeaders(answer.headers, answer.redact);
+    for (const name of ['content-length', 'content-encoding', 'content-type']) delete headers[name];
+    const batch = await readProviderJson(target, answer);
+    await recordBatchCreator(store, request, target, batch);
+    return reply.headers(headers).header(HEADER.provider, target.provider).send(batch);
   }
   // Gateway-managed: the lines will run with this request's headers, so they must route now.
   const selection = selectRoute(request.headers, request.gateway.state, { apiKey: request.gateway.apiKey, model: undefined });

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
+import type { RequestFacts } from '../ratelimit/policy-matching.ts';
+import type { RequestContext } from '../request-context.ts';
 import type { Dispatcher } from 'undici';
 import { priceTableOf } from '../accounting/request-cost.ts';
 import type { TokenUsage } from '../accounting/price-table.ts';
 import { usageLimitsOf, type BudgetRuntime } from '../budgets/budget-admission.ts';
 import { counterKey, groupOf, usageLimitApplies, type BudgetCounter } from '../budgets/budget-enforcer.ts';
 import { periodOf } from '../budgets/budget-period.ts';
-import { factsOf } from '../endpoints/policy-admission.ts';
+import type { BudgetStore } from '../budgets/budget-store.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { callProvider } from './provider-forwarding.ts';
 
@@ -15,7 +17,10 @@ import { callProvider } from './provider-forwarding.ts';
 // gateway finds the batch finished with an output file, one replica (a claim in the budget
 // store, atomic in Redis) downloads the file, sums each successful line's usage per model,
 // prices it (the price table has no batch rates: standard rates, so a budget errs high) and
-// settles it on every usage-limit policy matching the retrieving call and the line's model.
+// settles it on every usage-limit policy matching the line's model and the call that CREATED
+// the batch (recorded at creation), never the retrieving one: one tenant's retrieve must not
+// spend another's budget. A batch with no creator record (created before the record existed,
+// or directly at the provider) is charged to the retrieving call, as before.
 
 /** Batch states whose output file holds every result there will be. */
 const FINISHED = new Set(['completed', 'expired', 'cancelled']);
@@ -27,6 +32,13 @@ const MAX_LINE_BYTES = 16 * 1024 * 1024;
 const MAX_MODELS = 64;
 /** How long a batch stays claimed: longer than any period a provider keeps its files. */
 const CLAIM_TTL_SECONDS = 60 * 86_400;
+/** How long a batch's creator is kept: as long as a provider keeps batch output files (OpenAI: 30 days). */
+const CREATOR_TTL_SECONDS = 30 * 86_400;
+/** A creator record above this is kept without its metadata (headers cap metadata well below it). */
+const MAX_CREATOR_BYTES = 64 * 1024;
+
+/** The facts of the call that created a forwarded batch, on which its budgets are matched. */
+export type BatchCreator = Pick<RequestFacts, 'workspace_id' | 'api_key' | 'config' | 'metadata'>;
 
 export interface ForwardedBatchChargeDeps {
   readonly runtime: BudgetRuntime;
@@ -37,6 +49,42 @@ export interface ForwardedBatchChargeDeps {
 /** Whether a retrieve of a forwarded batch must be read (not streamed) to charge it: a usage-limit policy exists. */
 export function chargesForwardedBatches(runtime: BudgetRuntime | undefined, request: FastifyRequest): runtime is BudgetRuntime {
   return runtime?.budgets !== undefined && usageLimitsOf(runtime, request.gateway).length > 0;
+}
+
+function creatorKey(provider: string, id: string): string {
+  return `{budget}#forwarded-batch-creator:${provider}:${id.slice(0, 256)}`;
+}
+
+/** The budget facts of a call (the line's provider and model are added per line). */
+export function creatorOf(context: RequestContext): BatchCreator {
+  return { workspace_id: context.apiKey?.workspace, api_key: context.apiKey?.id, config: context.configId, metadata: context.metadata };
+}
+
+/**
+ * Records who created a forwarded batch (its id from the provider's answer), so its results
+ * are charged to the creator's budgets. Never fails the create: a store outage is logged and
+ * the batch is then charged to whoever retrieves it.
+ */
+export async function recordBatchCreator(store: BudgetStore, request: FastifyRequest, target: ResolvedTarget, batch: Record<string, unknown>): Promise<void> {
+  const id = batch['id'];
+  if (typeof id !== 'string' || id.length === 0) return;
+  const creator = creatorOf(request.gateway);
+  let value = JSON.stringify(creator);
+  if (Buffer.byteLength(value) > MAX_CREATOR_BYTES) value = JSON.stringify({ ...creator, metadata: undefined });
+  try {
+    await store.remember(creatorKey(target.provider, id), value, CREATOR_TTL_SECONDS);
+  } catch (error) {
+    request.log.warn({ batch: id.slice(0, 256), err: { message: (error as Error).message } }, 'could not record the creator of a forwarded batch; it will be charged to whoever retrieves it');
+  }
+}
+
+/** The recorded creator; undefined when there is none; throws when the store cannot say. */
+async function recalledCreator(store: BudgetStore, provider: string, id: string): Promise<BatchCreator | undefined> {
+  const text = await store.recall(creatorKey(provider, id));
+  if (text === undefined) return undefined;
+  const parsed = record(JSON.parse(text));
+  if (parsed === undefined) throw new Error('unreadable creator record');
+  return { workspace_id: string(parsed['workspace_id']), api_key: string(parsed['api_key']), config: string(parsed['config']), metadata: record(parsed['metadata']) };
 }
 
 /** Usage summed per model over the successful lines of an output file. */
@@ -60,6 +108,14 @@ export async function chargeForwardedBatch(deps: ForwardedBatchChargeDeps, reque
   const policies = usageLimitsOf(deps.runtime, context);
   if (policies.length === 0) return;
   const store = enforcer.store;
+  let creator: BatchCreator | undefined;
+  try {
+    creator = await recalledCreator(store, target.provider, id);
+  } catch {
+    return; // store down: the next retrieve tries again
+  }
+  // The creator pays; the retriever only when nobody recorded a creator.
+  const payer = creator ?? creatorOf(context);
   const claim = `{budget}#forwarded-batch:${target.provider}:${id.slice(0, 256)}`;
   const token = randomUUID();
   let claimed;
@@ -85,7 +141,7 @@ export async function chargeForwardedBatch(deps: ForwardedBatchChargeDeps, reque
   const table = priceTableOf(context.state);
   const at = deps.now();
   for (const [model, sum] of usage.byModel) {
-    const facts = factsOf(context, [{ provider: target.provider, slug: undefined, model }]);
+    const facts: RequestFacts[] = [{ ...payer, provider: target.provider, model }];
     const counters: BudgetCounter[] = [];
     const seen = new Set<string>();
     for (const policy of policies) {
@@ -195,6 +251,10 @@ function addLine(byModel: BatchResultUsage['byModel'], line: Buffer): boolean {
 
 function record(value: unknown): Record<string, unknown> | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+function string(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
 }
 
 /** A token count a provider may report: a non-negative safe integer, else ignored. */

@@ -53,6 +53,13 @@ export interface BudgetStore {
   read(keys: readonly string[]): Promise<Array<{ used: number; spent: number }>>;
   /** Counters whose key starts with `prefix`, at most `max` of them (analytics). */
   scan(prefix: string, max: number): Promise<Array<{ key: string; used: number; spent: number }>>;
+  /**
+   * Keeps a small record (e.g. who created a forwarded batch) under `key` for `ttlSeconds`
+   * (> 0); the first write wins, later ones are ignored. Keys must not start with `{budget}:`.
+   */
+  remember(key: string, value: string, ttlSeconds: number): Promise<void>;
+  /** The record kept under `key`, or undefined (never written, expired or evicted). */
+  recall(key: string): Promise<string | undefined>;
   connect?(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -80,11 +87,14 @@ interface Counter {
  */
 export class MemoryBudgetStore implements BudgetStore {
   readonly #counters = new Map<string, Counter>();
+  readonly #records = new Map<string, { value: string; expiresAt: number }>();
   readonly #maxKeys: number;
+  readonly #maxRecords: number;
   readonly #now: () => number;
 
-  constructor(options: { maxKeys?: number; now?: () => number } = {}) {
+  constructor(options: { maxKeys?: number; maxRecords?: number; now?: () => number } = {}) {
     this.#maxKeys = options.maxKeys ?? 100_000;
+    this.#maxRecords = options.maxRecords ?? 100_000;
     this.#now = options.now ?? Date.now;
   }
 
@@ -149,8 +159,29 @@ export class MemoryBudgetStore implements BudgetStore {
     return found;
   }
 
+  async remember(key: string, value: string, ttlSeconds: number): Promise<void> {
+    if ((await this.recall(key)) !== undefined) return;
+    this.#records.set(key, { value, expiresAt: this.#now() + Math.max(1, ttlSeconds) * 1000 });
+    // Bounded like the counters: beyond maxRecords the oldest record goes.
+    if (this.#records.size > this.#maxRecords) {
+      const oldest = this.#records.keys().next().value;
+      if (oldest !== undefined && oldest !== key) this.#records.delete(oldest);
+    }
+  }
+
+  async recall(key: string): Promise<string | undefined> {
+    const record = this.#records.get(key);
+    if (record === undefined) return undefined;
+    if (record.expiresAt <= this.#now()) {
+      this.#records.delete(key);
+      return undefined;
+    }
+    return record.value;
+  }
+
   async close(): Promise<void> {
     this.#counters.clear();
+    this.#records.clear();
   }
 
   #get(key: string): Counter | undefined {

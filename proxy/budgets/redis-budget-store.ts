@@ -160,6 +160,14 @@ export class RedisBudgetStore implements BudgetStore {
     return stripped.map((key, index) => ({ key, ...(values[index] as { used: number; spent: number }) }));
   }
 
+  async remember(key: string, value: string, ttlSeconds: number): Promise<void> {
+    await this.#redis.call((client) => client.set(this.#prefix + key, value, 'EX', Math.max(1, Math.ceil(ttlSeconds)), 'NX'));
+  }
+
+  async recall(key: string): Promise<string | undefined> {
+    return (await this.#redis.call((client) => client.get(this.#prefix + key))) ?? undefined;
+  }
+
   async connect(timeoutMs: number): Promise<void> {
     await this.#redis.connect(timeoutMs, (client) => client.aigwBudgetReserve('1', `${this.#prefix}{budget}:warm-up`, '1', '0', '60', 'warm-up'));
   }

@@ -2,13 +2,19 @@
 // when they are created (the provider runs the lines); the first retrieve that finds the
 // batch finished downloads its output file and charges each successful line's usage, once,
 // however often (or concurrently) it is retrieved afterwards. A running batch, a failed line
-// and a policy for another model charge nothing.
+// and a policy for another model charge nothing. The batch is charged to the key that
+// created it, never to the one retrieving it (in memory and in the real Redis).
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { randomUUID } from 'node:crypto';
 import { batchesPlugin } from '../../proxy/batches/batches-plugin.ts';
+import { MemoryBudgetStore, type BudgetStore } from '../../proxy/budgets/budget-store.ts';
+import { RedisBudgetStore } from '../../proxy/budgets/redis-budget-store.ts';
+import { UNITS_PER_USD } from '../../proxy/budgets/budget-enforcer.ts';
+import { PREFIX, REDIS_URL, skip } from '../helpers/redis-test-kit.ts';
 import { sumBatchResultUsage } from '../../proxy/batches/forwarded-batch-charging.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -151,5 +157,116 @@ describe('sumBatchResultUsage', () => {
     const capped = await sumBatchResultUsage(huge());
     assert.equal(capped.skipped, 1);
     assert.equal(capped.byModel.get('budget-model')?.lines, 1);
+  });
+});
+
+// Key A creates, keys B (same workspace) and C (another workspace) retrieve. Each key has its
+// own cost policy; the store is read directly so every key's spend is visible.
+const KEY_B = 'gw-key-b-0123456789-0123456789-012';
+const KEY_C = 'gw-key-c-0123456789-0123456789-012';
+const perKey = (id: string, key: string, workspace?: string) => ({
+  id,
+  type: 'cost',
+  credit_limit: 100,
+  conditions: [{ key: 'api_key', value: key }],
+  group_by: [{ key: 'api_key' }],
+  ...(workspace === undefined ? {} : { workspace_id: workspace }),
+});
+
+async function creatorCharging(store: BudgetStore): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'aigw-budget-fwd-creator-'));
+  const gateway = await startHarness({
+    state: baseState({
+      apiKeys: [
+        { id: 'key-a', key: TEST_GATEWAY_KEY, scopes: ['inference', 'admin'] },
+        { id: 'key-b', key: KEY_B, scopes: ['inference'] },
+        { id: 'key-c', key: KEY_C, workspace: 'team-c', scopes: ['inference'] },
+      ],
+      providers: [{ slug: 'up', provider: 'openai', virtualKey: 'vk-up', apiKey: 'sk-up', customHost: mock.url }],
+      modelPrices: PRICES,
+      usageLimitPolicies: [
+        perKey('a-dollars', 'key-a'),
+        perKey('b-dollars', 'key-b'),
+        perKey('c-dollars', 'key-c', 'team-c'),
+        { id: 'team-c-dollars', type: 'cost', credit_limit: 100, conditions: [{ key: 'workspace_id', value: 'team-c' }], group_by: [{ key: 'workspace_id' }], workspace_id: 'team-c' },
+      ],
+    }),
+    budgetStore: store,
+    plugins: [batchesPlugin({ store: { kind: 'sqlite', path: join(dir, 'batches.sqlite') }, concurrency: 1, pollIntervalMs: 50 })],
+  });
+  try {
+    const spent = async (policy: string): Promise<number> => {
+      const counters = await store.scan(`{budget}:${policy}:`, 100);
+      return counters.reduce((sum, counter) => sum + counter.spent, 0) / UNITS_PER_USD;
+    };
+    const near = (actual: number, expected: number, what: string) => assert.ok(Math.abs(actual - expected) < 1e-6, `${what}: ${actual}, expected ${expected}`);
+    const a = gateway.client({ 'x-gateway-virtual-key': 'vk-up' });
+    const b = gateway.client({ 'x-gateway-virtual-key': 'vk-up', 'x-gateway-api-key': KEY_B });
+    const c = gateway.client({ 'x-gateway-virtual-key': 'vk-up', 'x-gateway-api-key': KEY_C });
+    mock.files.set('file-in', { object: { id: 'file-in', object: 'file', bytes: 2, created_at: 1, filename: 'in.jsonl', purpose: 'batch' }, content: Buffer.from('{}') });
+    // 1000 prompt tokens at $0.001: each finished batch costs $1.
+    const finish = (id: string) => {
+      const line = resultLine('x', 200, { prompt_tokens: 1000, completion_tokens: 0, total_tokens: 1000 });
+      const outputId = `file-out-${id}`;
+      mock.files.set(outputId, { object: { id: outputId, object: 'file', bytes: line.length, created_at: 1, filename: 'out.jsonl', purpose: 'batch_output' }, content: Buffer.from(`${line}\n`) });
+      Object.assign(mock.batches.get(id) ?? {}, { status: 'completed', output_file_id: outputId });
+    };
+    const created = await Promise.all([1, 2].map(() => a.batches.create({ input_file_id: 'file-in', endpoint: '/v1/chat/completions', completion_window: '24h' })));
+    const [first, second] = created.map((batch) => batch.id) as [string, string];
+    finish(first);
+    finish(second);
+
+    // Same workspace, another key: A pays, B does not.
+    assert.equal((await b.batches.retrieve(first)).status, 'completed');
+    near(await eventually(() => spent('a-dollars'), 'the creator charged'), 1, 'key A after B retrieved');
+    near(await spent('b-dollars'), 0, 'key B (the retriever)');
+
+    // Another workspace: A pays, nothing of C's workspace is charged.
+    assert.equal((await c.batches.retrieve(second)).status, 'completed');
+    near(await eventually(async () => ((await spent('a-dollars')) > 1.5 ? spent('a-dollars') : undefined), 'the creator charged again'), 2, 'key A after C retrieved');
+    near(await spent('c-dollars'), 0, 'key C (another workspace)');
+    near(await spent('team-c-dollars'), 0, "C's workspace");
+
+    // A batch created directly at the provider has no creator: the retriever pays, as before.
+    const direct = `batch_direct_${randomUUID()}`;
+    mock.batches.set(direct, { id: direct, object: 'batch', endpoint: '/v1/chat/completions', input_file_id: 'file-in', completion_window: '24h', status: 'in_progress', output_file_id: null });
+    finish(direct);
+    await b.batches.retrieve(direct);
+    near(await eventually(() => spent('b-dollars'), 'the retriever charged'), 1, 'key B for a batch with no creator record');
+    near(await spent('a-dollars'), 2, 'key A unchanged');
+  } finally {
+    await gateway.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe('a forwarded batch is charged to the key that created it', () => {
+  test('in memory: created by A, retrieved by B or by C of another workspace, A pays; no creator record, the retriever pays', { timeout: 30_000 }, () =>
+    creatorCharging(new MemoryBudgetStore()));
+
+  test('in Redis: the same, with the creator recorded in the shared store', { timeout: 30_000, skip }, () =>
+    creatorCharging(new RedisBudgetStore({ url: REDIS_URL, keyPrefix: PREFIX, commandTimeoutMs: 1000 })));
+
+  test('the stores keep a creator record once (first write wins) and forget it after its TTL', async () => {
+    let now = 1_000_000;
+    const memory = new MemoryBudgetStore({ now: () => now, maxRecords: 2 });
+    await memory.remember('r1', 'first', 10);
+    await memory.remember('r1', 'second', 10);
+    assert.equal(await memory.recall('r1'), 'first');
+    now += 10_000;
+    assert.equal(await memory.recall('r1'), undefined);
+    for (const key of ['x', 'y', 'z']) await memory.remember(key, key, 10);
+    assert.equal(await memory.recall('x'), undefined, 'bounded: the oldest record goes');
+    assert.equal(await memory.recall('z'), 'z');
+    if (skip !== false) return;
+    const redis = new RedisBudgetStore({ url: REDIS_URL, keyPrefix: PREFIX, commandTimeoutMs: 1000 });
+    try {
+      await redis.remember('{budget}#creator-test', 'first', 30);
+      await redis.remember('{budget}#creator-test', 'second', 30);
+      assert.equal(await redis.recall('{budget}#creator-test'), 'first');
+      assert.equal(await redis.recall('{budget}#never-written'), undefined);
+    } finally {
+      await redis.close();
+    }
   });
 });

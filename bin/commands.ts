@@ -13,6 +13,7 @@ import { controlPlaneRoutes } from '../operator/api/control-plane.ts';
 import { OPERATOR_USAGE } from '../operator/k8s/operator-usage.ts';
 import { batchesPlugin } from '../proxy/batches/batches-plugin.ts';
 import { loadStateFromFiles } from '../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { inClusterConnection, startKubeStateSource } from '../proxy/config/kube-state-source.ts';
 import { isLogStoreKind, startRequestLogging, type RequestLogging } from '../proxy/logs/request-logging.ts';
 import { createGatewayMetrics, type GatewayMetrics } from '../proxy/observability/gateway-metrics.ts';
@@ -275,6 +276,7 @@ function kubeStateSourceOf(
       configMapName,
       secretName,
       env,
+      guardrailCompiler: BUILTIN_GUARDRAIL_COMPILER,
       initialHash: host.currentHash(),
       onReload: (outcome) => host.apply(outcome, 'kube-api'),
       onError: (message) => logger.warn({ err: { message } }, 'state watch failed; retrying (the mounted files are the fallback)'),
@@ -379,6 +381,7 @@ async function validate(args: string[]): Promise<number> {
   const result = await loadStateFromFiles(
     { statePath: resolve(file), credentialsPath: values.credentials && resolve(values.credentials) },
     env,
+    BUILTIN_GUARDRAIL_COMPILER,
   );
   const problems = result.ok ? result.warnings : [...result.errors, ...result.warnings];
   for (const problem of problems) process.stdout.write(`✗ ${problem}\n`);

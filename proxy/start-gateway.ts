@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Logger } from 'pino';
 import { loadStateFromFiles, type StateSources } from './config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from './guardrails/builtin-guardrail-compiler.ts';
 import { watchStateSources, type ReloadOutcome, type StateWatcher } from './config/state-watcher.ts';
 import { createGatewayServer, type GatewayServer } from './gateway-server.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/gateway-metrics.ts';
@@ -140,7 +141,7 @@ export interface ExternalStateSource {
 
 export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
   const { logger } = options;
-  const loaded = await loadStateFromFiles(options.sources, options.env);
+  const loaded = await loadStateFromFiles(options.sources, options.env, BUILTIN_GUARDRAIL_COMPILER);
   for (const warning of loaded.warnings) logger.warn({ warning }, 'state warning');
   if (!loaded.ok) throw new StateLoadError(loaded.errors);
 
@@ -296,6 +297,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   const watcher = watchStateSources({
     sources: options.sources,
     env: options.env,
+    guardrailCompiler: BUILTIN_GUARDRAIL_COMPILER,
     initialHash: loaded.state.hash,
     intervalMs: options.reloadIntervalMs,
     onReload(outcome) {

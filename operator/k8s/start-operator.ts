@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { GatewayState } from '../../proxy/config/gateway-state.ts';
 import type { CustomResource, RenderedStatus } from '../reconcile/resource-types.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { KubePolicyStore } from '../api/kube-policy-store.ts';
 import { KubeUsageLimitStore } from '../api/kube-usage-limit-store.ts';
 import { startOperatorApi, type OperatorApi } from '../api/operator-api-server.ts';
@@ -108,7 +109,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const render = (): RenderView => {
     const result = renderGatewayState(cache.snapshot(settings));
     const serialized = serializeRenderedState(result);
-    const loaded = loadStateFromTexts({ state: serialized.stateYaml, credentials: serialized.credentialsYaml }, {});
+    const loaded = loadStateFromTexts({ state: serialized.stateYaml, credentials: serialized.credentialsYaml }, {}, BUILTIN_GUARDRAIL_COMPILER);
     if (!loaded.ok) throw new Error(`rendered state would be rejected by the proxy: ${loaded.errors.join('; ')}`);
     return { result, serialized, state: loaded.state };
   };

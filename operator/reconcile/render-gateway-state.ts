@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { compileSaved } from '../../proxy/config/gateway-state.ts';
 import { parseRoutingConfig } from '../../proxy/config/routing-config-validation.ts';
 import { formatProblem, planTargetProblems, providerEntryProblems, type StateProblem } from '../../proxy/config/state-validation.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { GuardrailEntrySchema, type GuardrailEntry } from '../../proxy/guardrails/guardrail-schema.ts';
 import { compileEgressPolicy } from '../../proxy/upstream/egress-policy.ts';
 import type { ApiKeyEntrySchema, CatalogModelEntrySchema, ProviderEntrySchema } from '../../proxy/config/state-schema.ts';
@@ -204,7 +205,7 @@ export function renderGatewayState(input: GatewayResources): RenderResult {
       accepted = fail('InlineCredentials', `${references.inlineCredentials.join(', ')} must not be inline: use a Provider with apiKeySecretRef and "@<provider>".`);
     } else {
       const parsed = parseRoutingConfig(resource.spec);
-      const compiled = parsed.success ? compileSaved(parsed.config, guardrailEntries) : parsed.issues;
+      const compiled = parsed.success ? compileSaved(parsed.config, guardrailEntries, BUILTIN_GUARDRAIL_COMPILER) : parsed.issues;
       if (Array.isArray(compiled)) {
         // A missing Guardrail is reported under ResolvedRefs; the config is left out meanwhile.
         if (!parsed.success || missingGuardrails.length === 0) accepted = fail('InvalidConfig', compiled.join('; '));

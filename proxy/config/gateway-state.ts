@@ -2,12 +2,13 @@ import { createHash } from 'node:crypto';
 import { compileRoutingPlan, type PlanNode } from './routing-plan.ts';
 import type { RoutingConfig } from './routing-config-schema.ts';
 import { parseRoutingConfig } from './routing-config-validation.ts';
-import { compileGuardrails } from '../guardrails/compile-guardrails.ts';
+import type { GuardrailCompiler } from './guardrail-compiler.ts';
 import type { GuardrailEntry } from './guardrail-entry-schema.ts';
 import type { PromptEntry } from '../prompts/prompt-schema.ts';
 import { compileEgressPolicy, type EgressPolicy } from '../upstream/egress-policy.ts';
 import type { CredentialsDocument, GatewayStateDocument, ProviderEntry } from './state-schema.ts';
-import { PlanCompileError, GuardrailConfigError } from '../errors.ts';
+import { PlanCompileError } from '../errors.ts';
+import { formatIssue } from '../openai/zod-issues.ts';
 import { buildModelCatalog, type ModelCatalog } from './model-catalog.ts';
 import { formatProblem, planTargetProblems, providerEntryProblems, type ProviderReferences } from './state-validation.ts';
 
@@ -75,11 +76,15 @@ export function sha256Hex(text: string | Buffer): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-/** Builds the runtime snapshot; pure apart from hashing. */
+/**
+ * Builds the runtime snapshot; pure apart from hashing. `guardrailCompiler` checks saved
+ * guardrails and configs' hooks (the composition root passes the engine's, built above this floor).
+ */
 export function buildGatewayState(
   document: GatewayStateDocument,
   credentials: CredentialsDocument | undefined,
   hash: string,
+  guardrailCompiler: GuardrailCompiler,
 ): BuildResult {
   const errors: string[] = [];
   const warnings: string[] = [];
@@ -127,6 +132,7 @@ export function buildGatewayState(
   const guardrails = new Map<string, GuardrailEntry>();
   document.guardrails.forEach((guardrail, index) => {
     if (guardrails.has(guardrail.id)) errors.push(`guardrails[${index}].id: duplicate id "${guardrail.id}"`);
+    for (const issue of guardrailCompiler.entryIssues(guardrail)) errors.push(formatIssue({ path: ['guardrails', index, ...issue.path], message: issue.message }));
     guardrails.set(guardrail.id, guardrail);
   });
   const configs = new Map<string, SavedConfig>();
@@ -137,7 +143,7 @@ export function buildGatewayState(
       return;
     }
     const parsed = parseRoutingConfig(entry.config);
-    const compiled = parsed.success ? compileSaved(parsed.config, guardrails) : parsed.issues;
+    const compiled = parsed.success ? compileSaved(parsed.config, guardrails, guardrailCompiler) : parsed.issues;
     if (parsed.success && !Array.isArray(compiled)) {
       configs.set(entry.id, { id: entry.id, config: parsed.config, plan: compiled });
     } else {
@@ -222,7 +228,7 @@ function referenceProblems(
 }
 
 /** The compiled plan, or the issues only compilation finds (conditions, guardrail checks); the operator checks GatewayConfigs with it too. */
-export function compileSaved(config: RoutingConfig, guardrails: ReadonlyMap<string, GuardrailEntry>): PlanNode | string[] {
+export function compileSaved(config: RoutingConfig, guardrails: ReadonlyMap<string, GuardrailEntry>, guardrailCompiler: GuardrailCompiler): PlanNode | string[] {
   let plan: PlanNode;
   try {
     plan = compileRoutingPlan(config, 'operator');
@@ -232,12 +238,8 @@ export function compileSaved(config: RoutingConfig, guardrails: ReadonlyMap<stri
   }
   const issues: string[] = [];
   const visit = (node: PlanNode): void => {
-    try {
-      compileGuardrails(node.settings, guardrails);
-    } catch (error) {
-      if (!(error instanceof GuardrailConfigError)) throw error;
-      issues.push(...error.issues.map((issue) => (node.path === 'config' ? issue : `${node.path.slice('config.'.length)}.${issue}`)));
-    }
+    const found = guardrailCompiler.configIssues(node.settings, guardrails);
+    issues.push(...found.map((issue) => (node.path === 'config' ? issue : `${node.path.slice('config.'.length)}.${issue}`)));
     node.children.forEach(visit);
   };
   visit(plan);

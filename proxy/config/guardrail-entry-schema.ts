@@ -4,7 +4,7 @@ import { NonEmptyStringSchema } from './routing-config-primitives.ts';
 
 // The fields of a saved guardrail (an entry of the state file's `guardrails:` list), on the
 // state floor so the snapshot can name its type. The check ids and parameters are validated
-// by guardrails/guardrail-schema.ts (GuardrailEntrySchema), which knows the checks.
+// by the guardrail engine (config/guardrail-compiler.ts, passed in at load), which knows the checks.
 
 export const GuardrailEntryFieldsSchema = z.strictObject({
   id: NonEmptyStringSchema,
@@ -19,3 +19,16 @@ export const GuardrailEntryFieldsSchema = z.strictObject({
 });
 
 export type GuardrailEntry = z.infer<typeof GuardrailEntryFieldsSchema>;
+
+/** Problems of a saved guardrail the fields alone show: an async one cannot deny. */
+export function guardrailEntryIssues(entry: GuardrailEntry): Array<{ path: string[]; message: string }> {
+  if (entry.async === true && (entry.deny === true || entry.on_fail?.deny === true || entry.on_success?.deny === true)) {
+    return [{ path: ['async'], message: 'an async guardrail cannot deny (the answer is sent before it finishes)' }];
+  }
+  return [];
+}
+
+/** A saved guardrail as the state file holds it; its checks are compiled at load (gateway-state.ts). */
+export const SavedGuardrailSchema = GuardrailEntryFieldsSchema.superRefine((entry, ctx) => {
+  for (const issue of guardrailEntryIssues(entry)) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+});

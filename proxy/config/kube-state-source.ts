@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
+import type { GuardrailCompiler } from './guardrail-compiler.ts';
 import { hashSources, loadStateFromTexts, type LoadResult, type SourceTexts } from './state-loader.ts';
 
 // The proxy's state straight from the API server: its ConfigMap and Secret, each by
@@ -35,6 +36,8 @@ export interface KubeStateSourceOptions {
   /** PEM of the API server's CA. */
   readonly ca?: string | undefined;
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** The guardrail engine's checks of a loaded state (see state-loader.ts). */
+  readonly guardrailCompiler: GuardrailCompiler;
   /** Hash of the state already served, so an unchanged first list does not reload. */
   readonly initialHash: string;
   readonly onReload: (outcome: LoadResult) => void;
@@ -121,7 +124,7 @@ export function startKubeStateSource(options: KubeStateSourceOptions): KubeState
     const hash = hashSources(texts);
     if (hash === lastHash) return;
     lastHash = hash;
-    options.onReload(loadStateFromTexts(texts, options.env));
+    options.onReload(loadStateFromTexts(texts, options.env, options.guardrailCompiler));
   };
 
   const keyOf = (ref: KubeObjectRef): string => (ref.resource === 'configmaps' ? ref.name : `secret/${ref.name}`);

@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { substituteEnv } from './env-substitution.ts';
 import { parseRoutingConfig } from './routing-config-validation.ts';
 import { buildGatewayState, savedConfigIssue, sha256Hex, type GatewayState } from './gateway-state.ts';
+import type { GuardrailCompiler } from './guardrail-compiler.ts';
 import { neverMatchProblem } from '../ratelimit/policy-matching.ts';
 import { CredentialsSchema, GatewayStateSchema, type GatewayStateDocument } from './state-schema.ts';
 
@@ -42,10 +43,12 @@ export function hashSources(texts: SourceTexts): string {
  * Parse + validate: source texts → a complete snapshot, or every problem found. Never throws
  * and installs nothing; every state source (files, the Kubernetes API) goes through here and
  * the caller swaps the live state only on `ok`. Empty, torn or placeholder-keyed documents fail.
+ * `guardrailCompiler` is the guardrail engine's (guardrails/builtin-guardrail-compiler.ts).
  */
 export function loadStateFromTexts(
   texts: SourceTexts,
   env: Readonly<Record<string, string | undefined>>,
+  guardrailCompiler: GuardrailCompiler,
 ): LoadResult {
   const stateDoc = parseDocument(texts.state, 'state', env, GatewayStateSchema);
   const credentialsDoc =
@@ -57,7 +60,7 @@ export function loadStateFromTexts(
     // Report the saved configs' problems too, so one pass of `validate` shows everything.
     return { ok: false, errors: [...errors, ...savedConfigIssues(stateDoc.raw)], warnings: [] };
   }
-  const built = buildGatewayState(stateDoc.value, credentialsDoc.value, hashSources(texts));
+  const built = buildGatewayState(stateDoc.value, credentialsDoc.value, hashSources(texts), guardrailCompiler);
   if (built.state === undefined) return { ok: false, errors: built.errors, warnings: built.warnings };
   return { ok: true, state: built.state, warnings: [...built.warnings, ...neverMatchingPolicies(stateDoc.value)] };
 }
@@ -65,6 +68,7 @@ export function loadStateFromTexts(
 export async function loadStateFromFiles(
   sources: StateSources,
   env: Readonly<Record<string, string | undefined>>,
+  guardrailCompiler: GuardrailCompiler,
 ): Promise<LoadResult> {
   let texts: SourceTexts;
   try {
@@ -72,7 +76,7 @@ export async function loadStateFromFiles(
   } catch (error) {
     return { ok: false, errors: [`cannot read state: ${(error as Error).message}`], warnings: [] };
   }
-  return loadStateFromTexts(texts, env);
+  return loadStateFromTexts(texts, env, guardrailCompiler);
 }
 
 function parseDocument<S extends z.ZodType>(

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GuardrailEntrySchema } from '../guardrails/guardrail-schema.ts';
+import { SavedGuardrailSchema } from './guardrail-entry-schema.ts';
 import { PromptEntrySchema } from '../prompts/prompt-schema.ts';
 import { ConditionSchema, RateLimitPolicySchema } from '../ratelimit/policy-schema.ts';
 import { UsageLimitPolicySchema } from '../budgets/usage-limit-schema.ts';
@@ -149,7 +149,8 @@ export const GatewayStateSchema = z.strictObject({
   providers: z.array(ProviderEntrySchema).default([]),
   configs: z.array(SavedConfigEntrySchema).default([]),
   prompts: z.array(PromptEntrySchema).default([]),
-  guardrails: z.array(GuardrailEntrySchema).default([]),
+  // Check ids and parameters are compiled at load by the guardrail engine passed in (gateway-state.ts).
+  guardrails: z.array(SavedGuardrailSchema).default([]),
   rateLimitPolicies: z.array(RateLimitPolicySchema).default([]),
   // Budgets: usage-limit policies in USD or tokens (docs/budgets.md).
   usageLimitPolicies: z.array(UsageLimitPolicySchema).default([]),

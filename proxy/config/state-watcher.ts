@@ -3,6 +3,7 @@ import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { GatewayState } from './gateway-state.ts';
+import type { GuardrailCompiler } from './guardrail-compiler.ts';
 import { hashSources, loadStateFromTexts, readStateSources, type SourceTexts, type StateSources } from './state-loader.ts';
 
 // Hot reload. We watch the directories, not the files: a ConfigMap volume swaps a
@@ -22,6 +23,8 @@ export type ReloadOutcome =
 export interface StateWatcherOptions {
   sources: StateSources;
   env: Readonly<Record<string, string | undefined>>;
+  /** The guardrail engine's checks of a loaded state (see state-loader.ts). */
+  guardrailCompiler: GuardrailCompiler;
   /** Hash of the sources already loaded, so the first poll does not reload them. */
   initialHash: string;
   intervalMs?: number;
@@ -60,7 +63,7 @@ export function watchStateSources(options: StateWatcherOptions): StateWatcher {
     }
     if (first.hash === lastHash) return;
     lastHash = first.hash;
-    const result = loadStateFromTexts(first.texts, options.env);
+    const result = loadStateFromTexts(first.texts, options.env, options.guardrailCompiler);
     options.onReload(result);
   };
 

@@ -6,7 +6,7 @@
 // Check parameters are validated by each check's zod schema and compiled here (regexes,
 // JSON schemas), so a request never pays for it and a bad config is a 400, not a 500.
 
-import type { RoutingConfig } from '../config/routing-config-schema.ts';
+import type { GuardrailFields } from '../config/guardrail-compiler.ts';
 import type { HookFeedback } from '../config/routing-config-hooks-schema.ts';
 import type { HookPhase, RegisteredCheck } from './check-definition.ts';
 import type { GuardrailEntry } from './guardrail-schema.ts';
@@ -48,8 +48,8 @@ export interface CompiledGuardrails {
   readonly afterDenies: boolean;
 }
 
-/** The routing-config fields this module reads. */
-export type GuardrailFields = Pick<RoutingConfig, 'before_request_hooks' | 'after_request_hooks' | 'input_guardrails' | 'output_guardrails'>;
+/** The routing-config fields this module reads (named on the state floor, which asks about them). */
+export type { GuardrailFields };
 
 export interface CompileOptions {
   /** Check ids to their definitions; the built-ins by default. */

@@ -14,6 +14,7 @@ import { dump } from 'js-yaml';
 import { renderGatewayState, type RenderResult } from '../../operator/reconcile/render-gateway-state.ts';
 import { serializeRenderedState } from '../../operator/reconcile/serialize-state.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
@@ -176,7 +177,7 @@ describe('operator', () => {
   /** The rendered documents load in the proxy (the operator never renders what the proxy refuses). */
   function loadsInProxy(result: RenderResult): void {
     const texts = serializeRenderedState(result);
-    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {});
+    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {}, BUILTIN_GUARDRAIL_COMPILER);
     assert.ok(loaded.ok, loaded.ok ? '' : loaded.errors.join('; '));
   }
 

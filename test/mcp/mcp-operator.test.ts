@@ -8,6 +8,7 @@ import { emptyResources, type SecretResource } from '../../operator/reconcile/re
 import { CREDENTIAL_LABEL } from '../../operator/reconcile/secret-access.ts';
 import { serializeRenderedState } from '../../operator/reconcile/serialize-state.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { mcpCatalog } from '../../proxy/mcp/mcp-catalog.ts';
 
 const encode = (value: string): string => Buffer.from(value).toString('base64');
@@ -55,7 +56,7 @@ describe('MCPServer resources', () => {
 
     const texts = serializeRenderedState(result);
     assert.doesNotMatch(texts.stateYaml, /ghp_secret_value/, 'the ConfigMap never holds the credential');
-    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {});
+    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {}, BUILTIN_GUARDRAIL_COMPILER);
     assert.ok(loaded.ok, loaded.ok ? '' : loaded.errors.join('; '));
     const github = mcpCatalog(loaded.state).servers.get('github');
     assert.equal(github?.headers['Authorization'], 'Bearer ghp_secret_value');

@@ -13,6 +13,7 @@ import { emptyResources, type CustomResource, type SecretResource } from '../../
 import { CREDENTIAL_LABEL } from '../../operator/reconcile/secret-access.ts';
 import { serializeRenderedState } from '../../operator/reconcile/serialize-state.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { createGatewayMetrics } from '../../proxy/observability/gateway-metrics.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -115,7 +116,7 @@ describe('examples/', () => {
       assert.doesNotMatch(readFileSync(join(directory, file), 'utf8'), /^\s*(stringData|data):/m, `${file}: no Secret data`);
     }
     const texts = serializeRenderedState(result);
-    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {});
+    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {}, BUILTIN_GUARDRAIL_COMPILER);
     assert.ok(loaded.ok, loaded.ok ? '' : loaded.errors.join('; '));
   });
 });

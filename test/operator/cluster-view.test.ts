@@ -19,6 +19,7 @@ import type { KindName } from '../../operator/reconcile/resource-schemas.ts';
 import type { CustomResource, GatewayResources } from '../../operator/reconcile/resource-types.ts';
 import { serializeRenderedState } from '../../operator/reconcile/serialize-state.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { ClusterViewSchema } from '../../proxy/console/cluster-view.ts';
 import { startGateway, type RunningGateway } from '../../proxy/start-gateway.ts';
 import { ADMIN_KEY, exampleSet, resource, resources } from './resource-fixtures.ts';
@@ -140,7 +141,7 @@ describe('GET /v1/configuration/cluster and its merge into GET /v1/configuration
     const set = clusterSet();
     const result = renderGatewayState(set);
     const texts = serializeRenderedState(result);
-    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {});
+    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {}, BUILTIN_GUARDRAIL_COMPILER);
     assert.ok(loaded.ok, loaded.ok ? '' : loaded.errors.join('; '));
     view = { result, hash: texts.hash };
     const state = loaded.state;

@@ -10,6 +10,7 @@ import { renderGatewayState } from '../../operator/reconcile/render-gateway-stat
 import type { CustomResource } from '../../operator/reconcile/resource-types.ts';
 import { serializeRenderedState } from '../../operator/reconcile/serialize-state.ts';
 import type { GatewayState } from '../../proxy/config/gateway-state.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
 import { ADMIN_KEY, exampleSet, resource, secret } from './resource-fixtures.ts';
 
@@ -27,7 +28,7 @@ function stateOf(policies: CustomResource[]): GatewayState {
     secrets: [...set.secrets, secret('app-keys', { k: INFERENCE_KEY }, 'gateway-key')],
   });
   const texts = serializeRenderedState(result);
-  const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {});
+  const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {}, BUILTIN_GUARDRAIL_COMPILER);
   assert.ok(loaded.ok);
   return loaded.state;
 }

@@ -7,6 +7,7 @@ import { renderGatewayState, type RenderResult } from '../../operator/reconcile/
 import { serializeRenderedState } from '../../operator/reconcile/serialize-state.ts';
 import { priceTableOf } from '../../proxy/accounting/request-cost.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { resource, resources } from './resource-fixtures.ts';
 
 function reasons(result: RenderResult, kind: string, name: string): Record<string, string> {
@@ -43,7 +44,7 @@ describe('UsageLimitPolicy and ModelPrice resources', () => {
 
   test('the rendered state loads in the proxy, which enforces and prices with it', () => {
     const texts = serializeRenderedState(render());
-    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {});
+    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {}, BUILTIN_GUARDRAIL_COMPILER);
     assert.ok(loaded.ok, loaded.ok ? '' : JSON.stringify(loaded.errors));
     const state = loaded.state;
     assert.equal(state.document.usageLimitPolicies[0]?.credit_limit, 100);

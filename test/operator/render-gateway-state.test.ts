@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { authenticateApiKey } from '../../proxy/auth/api-key-auth.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { CredentialsSchema, GatewayStateSchema } from '../../proxy/config/state-schema.ts';
 import { renderGatewayState, type RenderResult } from '../../operator/reconcile/render-gateway-state.ts';
 import { serializeRenderedState } from '../../operator/reconcile/serialize-state.ts';
@@ -18,7 +19,7 @@ function conditionsOf(result: RenderResult, kind: string, name: string): Record<
 /** Loads the serialized output exactly as the proxy does; fails the test when it would reject it. */
 function loadInProxy(result: RenderResult): NonNullable<Extract<ReturnType<typeof loadStateFromTexts>, { ok: true }>['state']> {
   const texts = serializeRenderedState(result);
-  const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {});
+  const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {}, BUILTIN_GUARDRAIL_COMPILER);
   assert.ok(loaded.ok, `proxy rejected the rendered state: ${loaded.ok ? '' : loaded.errors.join('; ')}`);
   assert.deepEqual(loaded.warnings, []);
   assert.equal(loaded.state.hash, texts.hash);

@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 import { renderGatewayState, type RenderResult } from '../../operator/reconcile/render-gateway-state.ts';
 import { serializeRenderedState } from '../../operator/reconcile/serialize-state.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { selectRoute } from '../../proxy/routing/select-route.ts';
 import { resource, resources } from './resource-fixtures.ts';
 
@@ -61,7 +62,7 @@ describe('renderGatewayState: Model', () => {
 
   test('the rendered state loads in the proxy and routes by model', () => {
     const texts = serializeRenderedState(render());
-    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {});
+    const loaded = loadStateFromTexts({ state: texts.stateYaml, credentials: texts.credentialsYaml }, {}, BUILTIN_GUARDRAIL_COMPILER);
     assert.ok(loaded.ok, loaded.ok ? '' : loaded.errors.join('; '));
     const state = loaded.state;
     assert.deepEqual(

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { parseRoutingConfig } from '../../proxy/config/routing-config-validation.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { validateRequestBody } from '../../proxy/openai/body-validation.ts';
 import { startMockOpenAI, type MockOpenAI } from '../fixtures/mock-openai.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
@@ -146,7 +147,7 @@ describe('fuzzing the validators', () => {
     );
     fc.assert(
       fc.property(yamlish, (text) => {
-        const result = loadStateFromTexts({ state: text }, {});
+        const result = loadStateFromTexts({ state: text }, {}, BUILTIN_GUARDRAIL_COMPILER);
         assert.equal(typeof result.ok, 'boolean');
       }),
       { numRuns: RUNS * 4 },

@@ -12,6 +12,7 @@ import { PriceTable } from '../../proxy/accounting/price-table.ts';
 import { MAX_TOKEN_COUNT, saneCost, saneUsage, tokenCount, tokenCountOr, tokenCountRejections } from '../../proxy/accounting/token-count.ts';
 import { messagesUsageOf } from '../../proxy/ingress/anthropic-messages/chat-to-messages.ts';
 import { loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { createGatewayMetrics } from '../../proxy/observability/gateway-metrics.ts';
 import { finishRequest } from '../../proxy/observability/request-finish.ts';
 import type { RequestRecord } from '../../proxy/observability/request-record.ts';
@@ -168,7 +169,7 @@ describe('every usage reader hands on sane counts only', () => {
 
 describe('the finish point contains a throw in any one stage', () => {
   function fixture() {
-    const loaded = loadStateFromTexts({ state: 'apiKeys:\n  - id: k\n    key: gw-unit-key-0123456789-0123456789\n    scopes: [inference]\n' }, {});
+    const loaded = loadStateFromTexts({ state: 'apiKeys:\n  - id: k\n    key: gw-unit-key-0123456789-0123456789\n    scopes: [inference]\n' }, {}, BUILTIN_GUARDRAIL_COMPILER);
     assert.ok(loaded.ok, JSON.stringify(loaded));
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ base: undefined }, new Writable({ write(chunk: Buffer, _e, done) { for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>); done(); } }));

@@ -10,12 +10,13 @@ import { after, before, describe, test } from 'node:test';
 import { dump } from 'js-yaml';
 import { pino } from 'pino';
 import { loadStateFromFiles, loadStateFromTexts } from '../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { startGateway } from '../../proxy/start-gateway.ts';
 import { StateLoadError } from '../../proxy/errors.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 
 function errorsOf(state: string, credentials?: string): string[] {
-  const loaded = loadStateFromTexts({ state, credentials }, {});
+  const loaded = loadStateFromTexts({ state, credentials }, {}, BUILTIN_GUARDRAIL_COMPILER);
   return loaded.ok ? [] : loaded.errors;
 }
 
@@ -46,7 +47,7 @@ describe('placeholder and short keys are refused', () => {
   test("npm start's state with the key it generates (gw- + 24 random bytes) loads", async () => {
     const generated = `gw-${randomBytes(24).toString('base64url')}`;
     assert.ok(generated.length >= 32);
-    const loaded = await loadStateFromFiles({ statePath: new URL('../../gateway.example.yaml', import.meta.url).pathname }, { GATEWAY_API_KEY: generated });
+    const loaded = await loadStateFromFiles({ statePath: new URL('../../gateway.example.yaml', import.meta.url).pathname }, { GATEWAY_API_KEY: generated }, BUILTIN_GUARDRAIL_COMPILER);
     assert.ok(loaded.ok, loaded.ok ? '' : loaded.errors.join('; '));
   });
 

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dump } from 'js-yaml';
 import { watchStateSources, type ReloadOutcome } from '../../proxy/config/state-watcher.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
 
 const SECOND_KEY = 'gw-second-key-after-reload-0123456789';
@@ -66,7 +67,7 @@ describe('a writer that replaces the file in place, in two writes', () => {
     });
     const cut = full.indexOf('  - id: two');
     const outcomes: ReloadOutcome[] = [];
-    const watcher = watchStateSources({ sources: { statePath }, env: {}, initialHash: 'none', intervalMs: 60_000, settleMs: 300, onReload: (outcome) => outcomes.push(outcome) });
+    const watcher = watchStateSources({ sources: { statePath }, env: {}, guardrailCompiler: BUILTIN_GUARDRAIL_COMPILER, initialHash: 'none', intervalMs: 60_000, settleMs: 300, onReload: (outcome) => outcomes.push(outcome) });
     try {
       // The first half is itself a valid document with one key: loading it would drop "two".
       await writeFile(statePath, full.slice(0, cut));

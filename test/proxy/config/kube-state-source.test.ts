@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { startKubeStateSource, type KubeStateSource } from '../../../proxy/config/kube-state-source.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import type { LoadResult } from '../../../proxy/config/state-loader.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
@@ -85,6 +86,7 @@ describe('kube-state-source (API watch of the state ConfigMap and Secret)', () =
       secretName: 'aigw-credentials',
       token: () => 'sa-token',
       env: {},
+      guardrailCompiler: BUILTIN_GUARDRAIL_COMPILER,
       initialHash: 'none',
       onReload: (outcome) => reloads.push(outcome),
       onError: (message) => errors.push(message),

@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import { specSchemaOf } from '../../../operator/crds/crd-manifests.ts';
 import { RESOURCE_KINDS } from '../../../operator/reconcile/resource-schemas.ts';
 import { loadStateFromTexts } from '../../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { parseRoutingConfig } from '../../../proxy/config/routing-config-validation.ts';
 import { normaliseVendorHeaders, withSpecConfigKeys } from '../../../proxy/config/vendor-names.ts';
 import { resolveTarget } from '../../../proxy/routing/resolve-target.ts';
@@ -50,7 +51,7 @@ describe('real vendor names in routing configs', () => {
 
 describe('real vendor names in headers', () => {
   test('x-gateway-azure-resource-name and friends reach the Azure target', () => {
-    const loaded = loadStateFromTexts({ state: 'apiKeys: []' }, {});
+    const loaded = loadStateFromTexts({ state: 'apiKeys: []' }, {}, BUILTIN_GUARDRAIL_COMPILER);
     assert.ok(loaded.ok);
     const headers: Record<string, string> = {
       'x-gateway-provider': 'azure-openai',

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildGatewayState } from '../../../proxy/config/gateway-state.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { GatewayStateSchema } from '../../../proxy/config/state-schema.ts';
 import { isGatewayError, toErrorBody } from '../../../proxy/errors.ts';
 import { FORWARDED_OPERATIONS, registerForwardedRoutes } from '../../../proxy/endpoints/openai-forwarded-routes.ts';
@@ -20,7 +21,7 @@ const agent = createUpstreamAgent();
 before(async () => {
   mock = await startMockOpenAIForwarded(KEY);
   const document = GatewayStateSchema.parse({ providers: [{ slug: 'up', provider: 'openai', virtualKey: 'vk-up', apiKey: KEY, customHost: mock.url }], egress: { allow: ['127.0.0.0/8'] } });
-  const built = buildGatewayState(document, undefined, 'unit');
+  const built = buildGatewayState(document, undefined, 'unit', BUILTIN_GUARDRAIL_COMPILER);
   assert.ok(built.state !== undefined);
   const state = built.state;
   app = Fastify();

@@ -25,6 +25,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { buildGatewayState } from '../../../proxy/config/gateway-state.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import { GatewayStateSchema } from '../../../proxy/config/state-schema.ts';
 import type { InferenceEndpoint } from '../../../proxy/openai/inference-endpoint.ts';
 import { GatewayError } from '../../../proxy/errors.ts';
@@ -159,7 +160,7 @@ export function loadGoldenFixtures(dir: URL): GoldenFixture[] {
 /** Resolves the fixture's target as the gateway would for a request with its headers. */
 export function resolveFixtureTarget(fixture: GoldenFixture): ResolvedTarget {
   const document = GatewayStateSchema.parse({ providers: fixture.target.providers ?? [], egress: fixture.target.egress });
-  const built = buildGatewayState(document, undefined, 'golden');
+  const built = buildGatewayState(document, undefined, 'golden', BUILTIN_GUARDRAIL_COMPILER);
   if (built.state === undefined) throw new Error(`${fixture.file}: invalid providers: ${built.errors.join('; ')}`);
   const headers: Record<string, string> = { ...fixture.target.headers };
   if (fixture.target.config !== undefined) headers['x-gateway-config'] = JSON.stringify(fixture.target.config);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { loadStateFromTexts } from '../../../proxy/config/state-loader.ts';
+import { BUILTIN_GUARDRAIL_COMPILER } from '../../../proxy/guardrails/builtin-guardrail-compiler.ts';
 import type { GatewayState } from '../../../proxy/config/gateway-state.ts';
 import { GatewayError } from '../../../proxy/errors.ts';
 import { resolveTarget } from '../../../proxy/routing/resolve-target.ts';
@@ -16,7 +17,7 @@ configs:
 `;
 
 function state(): GatewayState {
-  const loaded = loadStateFromTexts({ state: STATE_TEXT }, {});
+  const loaded = loadStateFromTexts({ state: STATE_TEXT }, {}, BUILTIN_GUARDRAIL_COMPILER);
   assert.ok(loaded.ok);
   return loaded.state;
 }

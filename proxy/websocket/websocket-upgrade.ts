@@ -74,7 +74,14 @@ export class UpgradeRouter {
     if (upgrade === undefined) return undefined;
     pending.delete(request.raw);
     reply.hijack();
-    const wss = await this.#webSocketServer();
+    let wss: WebSocketServer;
+    try {
+      wss = await this.#webSocketServer();
+    } catch (error) {
+      // The library could not be loaded (a broken install): no client waits on a silent socket.
+      upgrade.socket.destroy();
+      throw error;
+    }
     if (upgrade.socket.destroyed) return undefined;
     return new Promise<WebSocket | undefined>((resolve) => {
       // ws takes the socket's errors from here on.

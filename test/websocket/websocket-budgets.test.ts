@@ -140,6 +140,26 @@ describe('WebSocket budgets and audio pricing (memory store)', () => {
     await exhaustMidSession(harness, store);
   });
 
+  test('a usage-limit policy created through the API applies to an open realtime session from its next response', async () => {
+    const socket = await open(wsUrl(harness.gateway.url, '/v1/realtime?model=voice-model'), { headers: realtimeHeaders('api-created') });
+    const events = recorder(socket);
+    await events.until('session.created');
+    const created = await fetch(`${harness.gateway.origin}/v1/policies/usage-limits`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gateway-api-key': TEST_GATEWAY_KEY },
+      body: JSON.stringify({ type: 'cost', credit_limit: 5, conditions: [{ key: 'metadata.t', value: 'api-created' }], group_by: [{ key: 'api_key' }] }),
+    });
+    assert.equal(created.status, 200);
+    const { id } = (await created.json()) as { id: string };
+    const gone = closed(socket);
+    // The next response's worst case ($82.38) does not fit the new $5 policy.
+    socket.send(JSON.stringify({ type: 'response.create' }));
+    await events.until('response.done');
+    assert.deepEqual(await gone, { code: 1008, reason: 'budget exceeded' });
+    const error = events.events.find((event) => event['type'] === 'error') as { error: Record<string, unknown> } | undefined;
+    assert.match(String(error?.error['message']), new RegExp(id));
+  });
+
   test('Responses WebSocket: each turn is charged like its HTTP request; a turn past the budget is an error event on an open socket; a key with nothing left is refused at the upgrade', async () => {
     const headers = { authorization: `Bearer ${TEST_GATEWAY_KEY}`, 'x-gateway-config': 'http', 'x-gateway-metadata': JSON.stringify({ t: 'ws-turns' }) };
     const url = wsUrl(harness.gateway.url, '/v1/responses');

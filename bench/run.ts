@@ -330,7 +330,8 @@ async function runFeatureSection(modulePath: string): Promise<string> {
   const entries = Object.entries(exported);
   const run = entries.find(([key, value]) => /^bench[A-Z]/.test(key) && typeof value === 'function')?.[1] as ((settings: object) => Promise<unknown>) | undefined;
   if (run === undefined) return `Not measured: \`bench/${modulePath.slice(2)}\` exports no \`bench…(options)\` function yet.`;
-  const settings = quick ? { seconds: 1, rounds: 1, calls: 500, warmup: 100 } : {};
+  // Budgets measure on Redis too (REDIS_URL or 127.0.0.1:6379); modules ignore settings they do not take.
+  const settings = { redis: true, ...(quick ? { seconds: 1, rounds: 1, calls: 500, warmup: 100 } : {}) };
   try {
     const result = await run(settings);
     if (typeof result === 'string') return result;

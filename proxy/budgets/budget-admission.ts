@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { priceTableOf } from '../accounting/request-cost.ts';
 import { contextWindowOf } from '../accounting/price-table.ts';
 import type { RequestContext } from '../request-context.ts';
@@ -44,22 +44,38 @@ export function usageLimitsOf(runtime: BudgetRuntime, context: RequestContext): 
 }
 
 /**
- * Reserves the request's worst case on every matching budget (or throws the 429/503),
- * sends the remaining budget in headers, and arms settlement for the request's end.
- * Costs nothing when no usage-limit policy exists.
+ * Budget admission, or undefined (no promise, no await) when no usage-limit policy can apply:
+ * none wired, none in the request's snapshot and none created through the API. With budgets
+ * off the request path reads two list lengths and calls nothing of proxy/budgets/ but the API
+ * store's `snapshot()` (feature-off-cost.test.ts).
  */
-export async function admitUnderBudgets(
+export function budgetAdmission(
   runtime: BudgetRuntime,
   context: RequestContext,
   reply: FastifyReply,
   resolved: () => ResolvedRequest,
   input: () => WorstCaseInput,
-): Promise<void> {
+): Promise<void> | undefined {
   const enforcer = runtime.budgets;
-  if (enforcer === undefined) return;
-  const policies = usageLimitsOf(runtime, context);
-  if (policies.length === 0) return;
-  const request = resolved();
+  if (enforcer === undefined) return undefined;
+  const fromState = context.state.document.usageLimitPolicies;
+  const fromApi = runtime.dynamicUsageLimits?.() ?? NO_POLICIES;
+  if (fromState.length === 0 && fromApi.length === 0) return undefined;
+  const policies = fromApi.length === 0 ? fromState : fromState.length === 0 ? fromApi : [...fromState, ...fromApi];
+  return reserve(enforcer, policies, context, reply, resolved(), input);
+}
+
+const NO_POLICIES: readonly UsageLimitPolicy[] = [];
+
+/** Reserves the worst case on every matching budget (or throws the 429/503), sends the remaining budget in headers, arms settlement. */
+async function reserve(
+  enforcer: BudgetEnforcer,
+  policies: readonly UsageLimitPolicy[],
+  context: RequestContext,
+  reply: FastifyReply,
+  request: ResolvedRequest,
+  input: () => WorstCaseInput,
+): Promise<void> {
   const admitted = await enforcer.admit(policies, request.facts, () => worstCaseOf(context, request, input()));
   if (admitted === undefined) return;
   reply.headers(admitted.headers);
@@ -101,11 +117,10 @@ function outputCapOf(body: Record<string, unknown> | undefined, provider: string
 }
 
 /**
- * Route onSend hook: an answer served from the gateway's cache under a budget says it was
- * not charged (its reservation is refunded at the end). One property read otherwise.
+ * An answer served from the gateway's cache under a budget says it was not charged (its
+ * reservation is refunded at the end). Called by the cache lookup on a hit, before the answer
+ * is sent; nothing runs for requests that reserved nothing.
  */
-export function budgetCacheHitHeader(request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void): void {
-  const context = request.gateway;
-  if (context?.settleBudget !== undefined && context.cacheStatus?.endsWith('HIT') === true) reply.header(BUDGET_HEADER.charged, '0');
-  done(null, payload);
+export function markCacheHitUncharged(reply: FastifyReply): void {
+  reply.header(BUDGET_HEADER.charged, '0');
 }

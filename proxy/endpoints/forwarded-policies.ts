@@ -20,7 +20,7 @@ import {
   type GuardrailRuntime,
 } from './guardrail-flow.ts';
 import { admitUnderRateLimits, lazyResolution, tokenEstimate, type PolicyRuntime } from './policy-admission.ts';
-import { admitUnderBudgets, type BudgetRuntime } from '../budgets/budget-admission.ts';
+import { budgetAdmission, type BudgetRuntime } from '../budgets/budget-admission.ts';
 
 // The forwarded OpenAI routes (images, audio, assistants, vector stores…) spend a provider's
 // credentials like inference does, so the same policies hold on them
@@ -66,11 +66,12 @@ export async function applyForwardedPolicies(
     tokenEstimate(json, request.rawBody?.length ?? contentLength(request), request.method === 'POST'),
   );
   // Budgets: a priced model's worst case is reserved; unpriced routes reserve nothing and settle to their priced usage, if any.
-  await admitUnderBudgets(deps.policies, context, reply, resolved, () => ({
+  const budgeted = budgetAdmission(deps.policies, context, reply, resolved, () => ({
     body: json,
     bodyBytes: request.rawBody?.length ?? contentLength(request),
     generates: request.method === 'POST',
   }));
+  if (budgeted !== undefined) await budgeted;
 
   const guards = mergeGuardrails(guardrailsOf(selection.plan.settings, state), attachedGuardrailsOf(state, resolved));
   if (guards.empty) return { body: request.rawBody };

@@ -39,7 +39,7 @@ import {
 } from './guardrail-flow.ts';
 import { outputGuardrails } from './output-guardrails.ts';
 import { admitUnderRateLimits, lazyResolution, tokenEstimate } from './policy-admission.ts';
-import { admitUnderBudgets, budgetCacheHitHeader, type BudgetRuntime } from '../budgets/budget-admission.ts';
+import { budgetAdmission, markCacheHitUncharged, type BudgetRuntime } from '../budgets/budget-admission.ts';
 import { registerBudgetAnalytics } from '../budgets/budget-analytics.ts';
 import { reachableTargets } from '../routing/reachable-targets.ts';
 import { cacheObserver, cacheRequestOf, countLookup, replyFromCache, type CacheFlow } from './response-caching.ts';
@@ -75,13 +75,13 @@ export interface InferenceDeps extends BudgetRuntime {
 
 export function registerInferenceRoutes(app: FastifyInstance, deps: InferenceDeps): void {
   for (const [url, endpoint] of INFERENCE_ROUTES) {
-    app.post(url, { config: { gatewayScope: 'inference' }, onSend: budgetCacheHitHeader }, (request, reply) => handleInference(endpoint, url, deps, request, reply));
+    app.post(url, { config: { gatewayScope: 'inference' }}, (request, reply) => handleInference(endpoint, url, deps, request, reply));
   }
   // A route-level error handler: every failure on these routes (auth, body, routing,
   // upstream) answers in Anthropic's error shape, which its SDKs and Claude Code parse.
   const errorHandler = anthropicErrorHandler(deps.guardrails.logger);
   for (const [url, endpoint] of MESSAGES_ROUTES) {
-    app.post(url, { config: { gatewayScope: 'inference' }, errorHandler, onSend: budgetCacheHitHeader }, (request, reply) => handleInference(endpoint, url, deps, request, reply));
+    app.post(url, { config: { gatewayScope: 'inference' }, errorHandler}, (request, reply) => handleInference(endpoint, url, deps, request, reply));
   }
   // Any other /v1/messages/… is a 404 in the same shape, once the key is checked (a route,
   // not the not-found handler, so default deny and the error handler apply as above).
@@ -149,11 +149,12 @@ async function handleInference(
     tokenEstimate(prompted.value, prompted.changed ? JSON.stringify(prompted.value).length : (request.rawBody?.length ?? 0), generates(endpoint)),
   );
   // Budgets: the worst case reserved on every matching usage-limit policy (docs/budgets.md).
-  await admitUnderBudgets(deps, context, reply, resolved, () => ({
+  const budgeted = budgetAdmission(deps, context, reply, resolved, () => ({
     body: prompted.value,
     bodyBytes: prompted.changed ? JSON.stringify(prompted.value).length : (request.rawBody?.length ?? 0),
     generates: generates(endpoint),
   }));
+  if (budgeted !== undefined) await budgeted;
   const attached = attachedGuardrailsOf(context.state, resolved);
   const usage = withStreamUsage(ingress, body);
   body = usage.body;
@@ -290,6 +291,7 @@ async function lookupCache(
   const flow: CacheFlow = { request: cacheRequest, lookup: await cache.lookup(cacheRequest) };
   span?.end({ 'aigateway.cache.status': flow.lookup.status });
   countLookup(deps.routing.metrics, flow.lookup, context, reply);
+  if (context.settleBudget !== undefined && flow.lookup.status.endsWith('HIT')) markCacheHitUncharged(reply);
   const hit = replyFromCache(reply, flow.lookup, endpoint, body['stream'] === true, clientAsksUsage, context, ingress);
   return hit === undefined ? { flow } : { hit };
 }

@@ -105,10 +105,13 @@ export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps
     context.costUsd = undefined;
     containFailure(deps, 'cost', error);
   }
-  try {
-    settleBudgetOf(context);
-  } catch (error) {
-    containFailure(deps, 'budget', error);
+  // Only a request that reserved budget settles: nothing of proxy/budgets/ runs otherwise.
+  if (context.settleBudget !== undefined) {
+    try {
+      settleBudgetOf(context);
+    } catch (error) {
+      containFailure(deps, 'budget', error);
+    }
   }
   try {
     observeRequest(deps.metrics, context, route, status);

@@ -30,3 +30,8 @@ test('proxy.console: off by default, on passes --console to serve', { skip, time
   assert.equal((await proxyArgs()).includes('--console'), false);
   assert.equal((await proxyArgs('proxy.console=true')).includes('--console'), true);
 });
+
+test('proxy.logBodies: off by default, on passes --log-bodies to serve', { skip, timeout: 120_000 }, async () => {
+  assert.equal((await proxyArgs()).includes('--log-bodies'), false);
+  assert.equal((await proxyArgs('proxy.logBodies=true')).includes('--log-bodies'), true);
+});

@@ -23,6 +23,7 @@ export class SessionBudget {
   #counters: BudgetAdmission['counters'] = [];
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
+  #headers: Readonly<Record<string, string>> = {};
 
   private constructor(runtime: BudgetRuntime, context: RequestContext, resolved: ResolvedRequest, worst: () => WorstCase) {
     this.#runtime = runtime;
@@ -53,6 +54,11 @@ export class SessionBudget {
     });
     this.#chain = step.catch(() => undefined);
     return step;
+  }
+
+  /** The remaining-budget headers of the last reservation (BUDGET_HEADER), as an HTTP answer carries them. */
+  get headers(): Readonly<Record<string, string>> {
+    return this.#headers;
   }
 
   /** The session ended: the open reservation is given back. Idempotent. */
@@ -86,6 +92,7 @@ export class SessionBudget {
     if (admitted === undefined) return;
     this.#open = admitted.admission;
     this.#counters = admitted.admission.counters;
+    this.#headers = admitted.headers;
   }
 }
 

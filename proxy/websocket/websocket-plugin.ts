@@ -101,9 +101,11 @@ export function websocketPlugin(deps: WebSocketDeps): FastifyPluginAsync {
     });
 
     app.get('/v1/realtime', { config: { gatewayScope: 'inference' }, preHandler: (request, reply) => admit(deps, registry, request, reply.raw, 'realtime') }, async (request, reply) => {
+      const admitted = (request as AdmittedRequest)[ADMITTED];
+      // The 101 carries the remaining budget, as an HTTP answer does.
+      if (admitted?.budget !== undefined) upgrades.setUpgradeHeaders(request, admitted.budget.headers);
       const socket = await upgrades.accept(request, reply);
       if (socket === undefined) return;
-      const admitted = (request as AdmittedRequest)[ADMITTED];
       if (admitted?.upstream === undefined) {
         socket.close(1011, 'upstream not connected');
         return;

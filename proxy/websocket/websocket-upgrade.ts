@@ -16,9 +16,13 @@ import { GatewayError, toErrorBody } from '../errors.ts';
 interface PendingUpgrade {
   readonly socket: Duplex;
   readonly head: Buffer;
+  /** Headers the 101 answer carries besides the handshake's (e.g. the remaining budget). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 const pending = new WeakMap<IncomingMessage, PendingUpgrade>();
+/** Extra 101 headers of upgrades being accepted, read by the server's 'headers' event. */
+const accepted = new WeakMap<IncomingMessage, Readonly<Record<string, string>>>();
 
 /** True when the request is a WebSocket upgrade (not yet accepted). */
 export function isUpgrade(request: FastifyRequest): boolean {
@@ -64,6 +68,12 @@ export class UpgradeRouter {
     this.#app.server.removeListener('upgrade', this.#onUpgrade);
   }
 
+  /** Headers for the 101 answer of an upgrade not yet accepted (names and values as the route set them). */
+  setUpgradeHeaders(request: FastifyRequest, headers: Readonly<Record<string, string>>): void {
+    const upgrade = pending.get(request.raw);
+    if (upgrade !== undefined) upgrade.headers = headers;
+  }
+
   /**
    * Accepts the upgrade of a routed request (after its hooks and preHandler admitted it):
    * the reply is hijacked and the socket handed over. Undefined when the request is not an
@@ -88,6 +98,7 @@ export class UpgradeRouter {
       upgrade.socket.removeListener('error', destroySocket);
       const aborted = (): void => resolve(undefined);
       upgrade.socket.once('close', aborted);
+      if (upgrade.headers !== undefined) accepted.set(request.raw, upgrade.headers);
       wss.handleUpgrade(request.raw, upgrade.socket, upgrade.head, (ws) => {
         upgrade.socket.removeListener('close', aborted);
         ws.on('error', (error) => this.#options.onSocketError(error, ws));
@@ -104,6 +115,13 @@ export class UpgradeRouter {
       perMessageDeflate: false,
       maxPayload: this.#options.maxPayload,
       handleProtocols: this.#options.handleProtocols,
+    });
+    // ws emits this synchronously inside handleUpgrade, just before it writes the 101.
+    this.#server.on('headers', (lines: string[], request: IncomingMessage) => {
+      const extra = accepted.get(request);
+      if (extra === undefined) return;
+      accepted.delete(request);
+      for (const [name, value] of Object.entries(extra)) lines.push(`${name}: ${value}`);
     });
     return this.#server;
   }

@@ -5,6 +5,7 @@
 // the reason; each Responses WebSocket turn is charged like the HTTP request it is.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import WebSocket from 'ws';
 import { MemoryBudgetStore, type BudgetStore } from '../../proxy/budgets/budget-store.ts';
 import { RedisBudgetStore } from '../../proxy/budgets/redis-budget-store.ts';
 import type { RequestRecord } from '../../proxy/observability/request-record.ts';
@@ -58,7 +59,7 @@ function state(): Record<string, unknown> {
       { id: 'http', config: { provider: '@http' } },
     ],
     modelPrices: PRICES,
-    usageLimitPolicies: [policy('too-small', 'cost', 50), policy('mid-session', 'cost', 83), policy('ws-turns', 'tokens', 30)],
+    usageLimitPolicies: [policy('too-small', 'cost', 50), policy('mid-session', 'cost', 83), policy('ws-turns', 'tokens', 30), policy('headers', 'cost', 100)],
   });
 }
 
@@ -138,6 +139,21 @@ describe('WebSocket budgets and audio pricing (memory store)', () => {
 
   test('a realtime session that runs out mid-session gets an error event and close 1008 "budget exceeded"; what it spent is charged', async () => {
     await exhaustMidSession(harness, store);
+  });
+
+  test('the 101 of a realtime upgrade under a budget carries the remaining budget, as an HTTP answer does', async () => {
+    const socket = new WebSocket(wsUrl(harness.gateway.url, '/v1/realtime?model=voice-model'), { headers: realtimeHeaders('headers') });
+    const opened = new Promise((resolve, reject) => {
+      socket.once('open', resolve);
+      socket.once('error', reject);
+    });
+    const headers = await new Promise<Record<string, unknown>>((resolve) => socket.once('upgrade', (response) => resolve(response.headers)));
+    await opened;
+    socket.close();
+    assert.equal(headers['x-gateway-budget-policy'], 'headers');
+    assert.equal(headers['x-gateway-budget-unit'], 'usd');
+    // $100 less the first response's worst case ($81.92) reserved.
+    assert.equal(headers['x-gateway-budget-remaining'], '18.080000');
   });
 
   test('a usage-limit policy created through the API applies to an open realtime session from its next response', async () => {

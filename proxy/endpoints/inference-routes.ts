@@ -162,7 +162,8 @@ async function handleInference(
 
   const hookContext = { endpoint, metadata: context.metadata, model: context.model };
   const inputGuards = mergeGuardrails(guardrailsOf(selection.plan.settings, context.state), attached);
-  const before = await checkInput(inputGuards, { ...hookContext, requestBody: body.value }, deps.guardrails, context);
+  // No guardrails (the common case): no hook context, no promise.
+  const before = inputGuards.empty ? undefined : await checkInput(inputGuards, { ...hookContext, requestBody: body.value }, deps.guardrails, context);
   if (before?.denied === true) return replyInputDenied(reply, before, ingress);
   if (before?.requestBody !== undefined) body = { value: before.requestBody, changed: true };
 
@@ -316,26 +317,32 @@ async function walkToTarget(
 ): Promise<UpstreamAnswer> {
   const { requestTimeoutMs, forwardHeaders } = input.options;
   const progress: WalkProgress = { retries: 0, firstDispatchAt: undefined, lastPath: undefined, lastTarget: undefined, attempts: [] };
-  const result = await walkPlan(
-    selection.plan,
-    {
-      runtime,
-      state: context.state,
-      endpoint: input.endpoint,
-      body: input.body,
-      rawBody: input.rawBody,
-      headers: input.headers,
-      metadata: context.metadata,
-      pathname: input.pathname,
-      configId: selection.configId,
-      forwardHeaders,
-      requestTimeoutMs,
-      deadline: requestTimeoutMs === undefined ? Number.POSITIVE_INFINITY : runtime.now() + requestTimeoutMs,
-      signal: input.signal,
-      span: context.span,
-    },
-    progress,
-  ).finally(() => recordWalk(progress, context, reply));
+  // try/finally rather than .finally(): no extra promise and closure per request.
+  let result: Awaited<ReturnType<typeof walkPlan>>;
+  try {
+    result = await walkPlan(
+      selection.plan,
+      {
+        runtime,
+        state: context.state,
+        endpoint: input.endpoint,
+        body: input.body,
+        rawBody: input.rawBody,
+        headers: input.headers,
+        metadata: context.metadata,
+        pathname: input.pathname,
+        configId: selection.configId,
+        forwardHeaders,
+        requestTimeoutMs,
+        deadline: requestTimeoutMs === undefined ? Number.POSITIVE_INFINITY : runtime.now() + requestTimeoutMs,
+        signal: input.signal,
+        span: context.span,
+      },
+      progress,
+    );
+  } finally {
+    recordWalk(progress, context, reply);
+  }
   if (result.kind === 'unavailable') {
     const which = result.labels.length > 0 ? `: ${[...new Set(result.labels)].join(', ')}` : '';
     throw new GatewayError('AIGW_ERR_TARGETS_UNAVAILABLE', `No target available — ${result.reason}${which}.`);

@@ -69,7 +69,7 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
     discard(upstream.body);
     throw new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered with a redirect (${status}); redirects are not followed.`);
   }
-  for (const [name, value] of Object.entries(relayedHeaders(upstream.headers, upstream.redact))) reply.header(name, value);
+  reply.headers(relayedHeaders(upstream.headers, upstream.redact));
   reply.code(status);
   if (status < 200 || status >= 300) {
     // Some providers quote the credential they refused; it never goes back out through us.
@@ -109,15 +109,14 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
     plain = completed.plain;
   }
   const { out, answer } = plainAnswer(reply, input, plain);
-  const store = (): void => input.observer?.plain(Buffer.isBuffer(out) ? out : Buffer.from(out), answer);
   if (input.finishPlain === undefined) {
-    store();
+    input.observer?.plain(Buffer.isBuffer(out) ? out : Buffer.from(out), answer);
     return reply.send(out);
   }
   // Output checks see (and a 246 returns) the answer the client gets: translated, if it was.
   // An answer they deny is not stored: a later hit would skip them.
   const replacement = await input.finishPlain(answer);
-  if (replacement === undefined || replacement.status < 400) store();
+  if (replacement === undefined || replacement.status < 400) input.observer?.plain(Buffer.isBuffer(out) ? out : Buffer.from(out), answer);
   if (replacement === undefined) return reply.send(out);
   reply.removeHeader('content-length');
   reply.removeHeader('content-encoding');

@@ -80,7 +80,9 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
   const body = overrides !== undefined && Object.keys(overrides).length > 0 ? { ...input.body, ...overrides } : input.body;
   // A host the request chose goes through the client egress policy (and pools), side calls too.
   const dispatcher = dispatcherFor(input.dispatcher, target.hostChosenBy);
-  const plan = await target.adapter.planRequest({ target, endpoint, body, bodyChanged: body !== input.body, dispatcher });
+  // Most adapters plan synchronously: no await (a microtask) unless the plan is a promise.
+  const planned = target.adapter.planRequest({ target, endpoint, body, bodyChanged: body !== input.body, dispatcher });
+  const plan = planned instanceof Promise ? await planned : planned;
   const headers = withForwardedHeaders(plan.headers, input.requestHeaders, input.forwardHeaders);
   try {
     const response = await guardedCall({

@@ -19,7 +19,7 @@ import {
   verdictOf,
   type GuardrailRuntime,
 } from './guardrail-flow.ts';
-import { admitUnderRateLimits, lazyResolution, tokenEstimate, type PolicyRuntime } from './policy-admission.ts';
+import { rateLimitAdmission, lazyResolution, tokenEstimate, type PolicyRuntime } from './policy-admission.ts';
 import { budgetAdmission, type BudgetRuntime } from '../budgets/budget-admission.ts';
 
 // The forwarded OpenAI routes (images, audio, assistants, vector stores…) spend a provider's
@@ -61,10 +61,11 @@ export async function applyForwardedPolicies(
   // The same selection forwardingTarget made (provider-forwarding.ts).
   const selection = selectRoute(request.headers, state, { apiKey: context.apiKey, model: undefined });
   const resolved = lazyResolution(() => withSentModel(reachableTargets(selection.plan, state, { body: json, metadata: context.metadata, pathname: route }), model), context);
-  await admitUnderRateLimits(deps.policies, context, resolved, () =>
+  const limited = rateLimitAdmission(deps.policies, context, resolved, () =>
     // Reads and deletes generate nothing: they reserve a token, not a default answer.
     tokenEstimate(json, request.rawBody?.length ?? contentLength(request), request.method === 'POST'),
   );
+  if (limited !== undefined) await limited;
   // Budgets: a priced model's worst case is reserved; unpriced routes reserve nothing and settle to their priced usage, if any.
   const budgeted = budgetAdmission(deps.policies, context, reply, resolved, () => ({
     body: json,

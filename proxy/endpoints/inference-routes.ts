@@ -38,7 +38,7 @@ import {
   type HooksOutcome,
 } from './guardrail-flow.ts';
 import { outputGuardrails } from './output-guardrails.ts';
-import { admitUnderRateLimits, lazyResolution, tokenEstimate } from './policy-admission.ts';
+import { rateLimitAdmission, lazyResolution, tokenEstimate } from './policy-admission.ts';
 import { budgetAdmission, markCacheHitUncharged, type BudgetRuntime } from '../budgets/budget-admission.ts';
 import { registerBudgetAnalytics } from '../budgets/budget-analytics.ts';
 import { reachableTargets } from '../routing/reachable-targets.ts';
@@ -145,9 +145,10 @@ async function handleInference(
   // saved providers, override_params.model), not the provider it names.
   const prompted = body;
   const resolved = lazyResolution(() => reachableTargets(selection.plan, context.state, { body: prompted.value, metadata: context.metadata, pathname }), context);
-  await admitUnderRateLimits(deps, context, resolved, () =>
+  const limited = rateLimitAdmission(deps, context, resolved, () =>
     tokenEstimate(prompted.value, prompted.changed ? JSON.stringify(prompted.value).length : (request.rawBody?.length ?? 0), generates(endpoint)),
   );
+  if (limited !== undefined) await limited;
   // Budgets: the worst case reserved on every matching usage-limit policy (docs/budgets.md).
   const budgeted = budgetAdmission(deps, context, reply, resolved, () => ({
     body: prompted.value,
@@ -167,7 +168,8 @@ async function handleInference(
   if (before?.denied === true) return replyInputDenied(reply, before, ingress);
   if (before?.requestBody !== undefined) body = { value: before.requestBody, changed: true };
 
-  const cache = await lookupCache(deps, selection, endpoint, ingress, body.value, usage.clientAsks, request, reply);
+  // No response cache wired: no lookup call and no promise.
+  const cache = deps.cache === undefined ? NO_CACHE_FLOW : await lookupCache(deps, selection, endpoint, ingress, body.value, usage.clientAsks, request, reply);
   if (cache.hit !== undefined) return cache.hit;
 
   const rawBody = bytesOf(body, request.rawBody);
@@ -271,6 +273,8 @@ function replyInputDenied(reply: FastifyReply, before: HooksOutcome, ingress: In
     .header('content-type', 'application/json; charset=utf-8')
     .send(ingress.deniedBody(denied));
 }
+
+const NO_CACHE_FLOW: { hit?: FastifyReply; flow?: CacheFlow } = Object.freeze({});
 
 /** A cached answer (`hit`, already sent), or the flow that saves the provider's answer. */
 async function lookupCache(

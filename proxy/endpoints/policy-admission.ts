@@ -74,12 +74,27 @@ export function tokenEstimate(body: Record<string, unknown> | undefined, bodyByt
 
 /** Rate limits: admits the call (or throws a 429) and wires the settlement of its token reservations. */
 export async function admitUnderRateLimits(runtime: PolicyRuntime, context: RequestContext, resolved: () => ResolvedRequest, estimate: () => number): Promise<void> {
+  await rateLimitAdmission(runtime, context, resolved, estimate);
+}
+
+/** admitUnderRateLimits, or undefined (no promise, no await) when no rate-limit policy exists. */
+export function rateLimitAdmission(runtime: PolicyRuntime, context: RequestContext, resolved: () => ResolvedRequest, estimate: () => number): Promise<void> | undefined {
   const limiter = runtime.rateLimiter;
-  if (limiter === undefined) return;
+  if (limiter === undefined) return undefined;
   const fromState = context.state.document.rateLimitPolicies;
   const fromApi = runtime.dynamicPolicies();
-  if (fromState.length === 0 && fromApi.length === 0) return;
-  const admission = await limiter.admit(fromApi.length === 0 ? fromState : [...fromState, ...fromApi], resolved().facts, estimate());
+  if (fromState.length === 0 && fromApi.length === 0) return undefined;
+  return admitRate(limiter, fromApi.length === 0 ? fromState : [...fromState, ...fromApi], context, resolved, estimate);
+}
+
+async function admitRate(
+  limiter: NonNullable<PolicyRuntime['rateLimiter']>,
+  policies: Parameters<NonNullable<PolicyRuntime['rateLimiter']>['admit']>[0],
+  context: RequestContext,
+  resolved: () => ResolvedRequest,
+  estimate: () => number,
+): Promise<void> {
+  const admission = await limiter.admit(policies, resolved().facts, estimate());
   if (admission.tokenWindows.length === 0) return;
   // Settled once when the request is accounted (request-finish.ts): the provider's usage,
   // an estimate for a stream the client left before usage arrived, or 0 (a refund).

@@ -8,7 +8,7 @@ import type { AttemptRecord } from '../observability/request-record.ts';
 import type { RequestSpan } from '../observability/tracing.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { catalogEntry } from '../providers/provider-catalog.ts';
-import { composeAttempt, FIRST_ATTEMPT, statusOf, succeeded, type Attempt } from '../resilience/attempt-chain.ts';
+import { composeAttempt, FIRST_ATTEMPT, statusOf, succeeded, type Attempt, type AttemptOutcome } from '../resilience/attempt-chain.ts';
 import { breakerInterceptor } from '../resilience/breaker-interceptor.ts';
 import type { CircuitBreakers } from '../resilience/circuit-breakers.ts';
 import { retryInterceptor } from '../resilience/retry-interceptor.ts';
@@ -91,8 +91,16 @@ function isUnresolvable(error: unknown): error is GatewayError {
   return error instanceof GatewayError && UNRESOLVABLE.has(error.code);
 }
 
-export async function walkPlan(root: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
-  return runNode(root, request, progress);
+// The walk's dispatch steps (walkPlan, runNode, a single or conditional node) are plain
+// functions that return the chosen child's promise: one promise per awaited step (a
+// fallback or loadbalance loop, the leaf), not one per node (issue 32).
+export function walkPlan(root: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+  try {
+    return runNode(root, request, progress);
+  } catch (error) {
+    // A config error found while choosing (no targets, no condition matched): a rejection, as before.
+    return Promise.reject(error);
+  }
 }
 
 export function isSuccess(result: WalkResult): boolean {
@@ -104,7 +112,8 @@ export function discard(result: WalkResult): void {
   if (result.kind === 'response') result.response.body.dump().catch(() => undefined);
 }
 
-async function runNode(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+/** May throw synchronously (a config error while choosing); callers await it inside try. */
+function runNode(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
   switch (node.mode) {
     case undefined:
       return runLeaf(node, request, progress);
@@ -126,7 +135,7 @@ function firstChild(node: PlanNode): PlanNode {
 }
 
 async function runFallback(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
-  const unavailable: string[] = [];
+  let unavailable: string[] | undefined;
   let last: AttemptResult | undefined;
   let unresolved: GatewayError | undefined;
   for (let index = 0; index < node.children.length; index++) {
@@ -141,7 +150,7 @@ async function runFallback(node: PlanNode, request: WalkRequest, progress: WalkP
       continue;
     }
     if (result.kind === 'unavailable') {
-      unavailable.push(...result.labels);
+      (unavailable ??= []).push(...result.labels);
       continue;
     }
     if (isSuccess(result)) return result;
@@ -154,8 +163,8 @@ async function runFallback(node: PlanNode, request: WalkRequest, progress: WalkP
   }
   if (last !== undefined) return last;
   // Nothing answered: the circuits' 503, or — when every target was unresolvable — the first one's error.
-  if (unavailable.length === 0 && unresolved !== undefined) throw unresolved;
-  return { kind: 'unavailable', labels: unavailable, reason: 'every fallback target is unavailable (circuit open)' };
+  if ((unavailable === undefined || unavailable.length === 0) && unresolved !== undefined) throw unresolved;
+  return { kind: 'unavailable', labels: unavailable ?? [], reason: 'every fallback target is unavailable (circuit open)' };
 }
 
 // A missing provider is skipped on every request until it is back: one log line per target
@@ -210,7 +219,7 @@ async function runLoadBalance(node: PlanNode, request: WalkRequest, progress: Wa
   return { kind: 'unavailable', labels, reason: 'every loadbalance target is unavailable (circuit open)' };
 }
 
-async function runConditional(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+function runConditional(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
   const input = { metadata: request.metadata, params: request.body, url: { pathname: request.pathname } };
   const matched = node.conditions.find((condition) => condition.test(input))?.child ?? node.defaultChild;
   if (matched === undefined) {
@@ -219,7 +228,8 @@ async function runConditional(node: PlanNode, request: WalkRequest, progress: Wa
   return runNode(matched, request, progress);
 }
 
-async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+/** May throw synchronously (an unresolvable or unsupported target); callers await it inside try. */
+function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
   const { runtime } = request;
   let target: ResolvedTarget;
   try {
@@ -243,7 +253,11 @@ async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgr
   const label = breaker === undefined && settings.retry === undefined ? '' : targetLabel(node, target, request);
   const forwardHeaders = settings.forward_headers === undefined ? request.forwardHeaders : [...request.forwardHeaders, ...settings.forward_headers];
 
-  // One attempt, wrapped as retry(breaker(timeout(send))).
+  // No per-attempt bound and no request budget: the timeout step would pass undefined on.
+  const perAttemptMs = request.requestTimeoutMs ?? settings.request_timeout;
+  const timeout = perAttemptMs !== undefined || Number.isFinite(request.deadline);
+
+  // One attempt, wrapped as retry(breaker(timeout(send))), each step only when configured.
   const send: Attempt = async (context) => {
     context.beforeDispatch();
     progress.firstDispatchAt ??= process.hrtime.bigint();
@@ -304,9 +318,22 @@ async function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgr
     breaker === undefined
       ? undefined
       : breakerInterceptor({ breakers: runtime.breakers, id: breakerId(node, target, request), label, settings: breaker, signal: request.signal }),
-    timeoutInterceptor({ perAttemptMs: request.requestTimeoutMs ?? settings.request_timeout, deadline: request.deadline, now: runtime.now }),
+    timeout ? timeoutInterceptor({ perAttemptMs, deadline: request.deadline, now: runtime.now }) : undefined,
   );
-  const outcome = await attempt(FIRST_ATTEMPT);
+  // Only the breaker and the timeout skip an attempt; without them the outcome is the answer.
+  if (breaker === undefined && !timeout) return attempt(FIRST_ATTEMPT) as Promise<AttemptResult>;
+  return skippedToResult(attempt(FIRST_ATTEMPT), node, target, label, request, progress);
+}
+
+async function skippedToResult(
+  pending: Promise<AttemptOutcome>,
+  node: PlanNode,
+  target: ResolvedTarget,
+  label: string,
+  request: WalkRequest,
+  progress: WalkProgress,
+): Promise<WalkResult> {
+  const outcome = await pending;
   if (outcome.kind !== 'skipped') return outcome;
   if (outcome.reason === 'circuit-open') {
     progress.attempts?.push({ target: node.path, provider: target.provider, model: modelOf(target.node, request), status: null, durationMs: 0, errorCode: undefined, skipped: 'circuit_open' });

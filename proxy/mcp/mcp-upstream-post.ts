@@ -25,10 +25,29 @@ export interface UpstreamPost {
 }
 
 export async function postOnSession<T>(post: UpstreamPost): Promise<T> {
-  const { server, session, signal } = post;
+  const { server, signal } = post;
   const id = `gw-${++nextId}`;
-  const timeout = AbortSignal.timeout(server.entry.timeoutMs);
-  const aborted = signal === undefined ? timeout : AbortSignal.any([timeout, signal]);
+  // One controller, a timer and a listener: AbortSignal.timeout + AbortSignal.any cost more per call.
+  const timeout = { aborted: false };
+  const controller = new AbortController();
+  const timer = setTimeout(() => {
+    timeout.aborted = true;
+    controller.abort();
+  }, server.entry.timeoutMs);
+  timer.unref();
+  const onAbort = (): void => controller.abort();
+  if (signal?.aborted === true) controller.abort();
+  else signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await postWithin<T>(post, id, controller.signal, timeout);
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+async function postWithin<T>(post: UpstreamPost, id: string, aborted: AbortSignal, timeout: { readonly aborted: boolean }): Promise<T> {
+  const { server, session } = post;
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
@@ -62,11 +81,15 @@ export async function postOnSession<T>(post: UpstreamPost): Promise<T> {
   } catch (error) {
     throw failureOfAbort(error, post, timeout, id);
   } finally {
-    answer.body.destroy();
+    // An SSE answer is left once its response is read: a prebuilt error (no stack to capture per call).
+    answer.body.destroy(answer.body.readableEnded ? undefined : LEFT);
   }
 }
 
-function failureOfAbort(error: unknown, post: UpstreamPost, timeout: AbortSignal, id: string): unknown {
+/** Why a read answer's stream is closed early (never seen: its error event is ignored). */
+const LEFT = new Error('The answer was read.');
+
+function failureOfAbort(error: unknown, post: UpstreamPost, timeout: { readonly aborted: boolean }, id: string): unknown {
   if (error instanceof UpstreamFailure) return error;
   if (timeout.aborted) return new UpstreamFailure('timeout', `MCP server "${post.server.name}" did not answer within ${post.server.entry.timeoutMs} ms.`);
   if (post.signal?.aborted === true) {
@@ -154,7 +177,8 @@ async function responseOnStream(body: Dispatcher.ResponseData['body'], id: strin
       return undefined;
     }
   };
-  for await (const chunk of body) {
+  // Leaving the loop must not destroy the stream (node's destroy would build an AbortError per call); the caller does.
+  for await (const chunk of body.iterator({ destroyOnReturn: false })) {
     seen += (chunk as Buffer).length;
     if (seen > cap) throw new UpstreamFailure('too_large', `The MCP server's answer exceeded ${cap} bytes.`);
     // The unfinished line kept holds no line end (but perhaps a last CR): scan only what is new.

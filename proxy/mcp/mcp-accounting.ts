@@ -118,7 +118,7 @@ export class McpAccounting {
         ...(tool === undefined ? {} : { mcp_tool: tool }),
         ...(context.principal.kind === 'oauth' ? { mcp_caller: context.principal.id } : {}),
         mcp_request_bytes: params === undefined ? 0 : Buffer.byteLength(JSON.stringify(params)),
-        mcp_response_bytes: result === undefined ? 0 : Buffer.byteLength(JSON.stringify(result)),
+        mcp_response_bytes: result === undefined ? 0 : Buffer.byteLength(serialized(result)),
         ...(isError ? { mcp_tool_error: true } : {}),
       },
       promptTokens: undefined,
@@ -133,6 +133,23 @@ export class McpAccounting {
     };
     sink(record);
   }
+}
+
+/** Results serialized for the record, for the answer to reuse (the same JSON, not built twice). */
+const SERIALIZED = new WeakMap<object, string>();
+
+function serialized(result: unknown): string {
+  const text = JSON.stringify(result);
+  if (isObject(result)) SERIALIZED.set(result, text);
+  return text;
+}
+
+/** The JSON of a result this module serialized already (taken once), or undefined. */
+export function takeSerialized(result: unknown): string | undefined {
+  if (!isObject(result)) return undefined;
+  const text = SERIALIZED.get(result);
+  if (text !== undefined) SERIALIZED.delete(result);
+  return text;
 }
 
 function spanAttributes(server: string | undefined, tool: string | undefined): Record<string, string> {

@@ -1,5 +1,6 @@
 import { ErrorCode, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { takeSerialized } from './mcp-accounting.ts';
 import type { CallContext } from './mcp-calls.ts';
 import { isObject, RpcError, toMcpError } from './mcp-errors.ts';
 import { isGatewayMethod, runMethod, type MethodHost } from './mcp-methods.ts';
@@ -44,7 +45,11 @@ export async function answerDirect(
   let body: string;
   try {
     const result = await resultOf(host, context, message, aborter.signal);
-    body = JSON.stringify({ jsonrpc: '2.0', id: message.id, result: context.modern ? { ...(result as object), resultType: 'complete' } : result });
+    const known = context.modern ? undefined : takeSerialized(result);
+    body =
+      known === undefined
+        ? JSON.stringify({ jsonrpc: '2.0', id: message.id, result: context.modern ? { ...(result as object), resultType: 'complete' } : result })
+        : `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":${known}}`;
   } catch (error) {
     const failure = toMcpError(error);
     body = JSON.stringify({ jsonrpc: '2.0', id: message.id, error: failure.data === undefined ? { code: failure.code, message: failure.message } : { code: failure.code, message: failure.message, data: failure.data } });

@@ -3,20 +3,32 @@
 // to the first answered chat completion, and the process's RSS once it sits idle. The first
 // start runs with an empty compile cache (a pod's first start without the image's seed), the
 // others warm (the image's seed, or any later start). The bare proxy is measured the same way
-// for reference.
-//   node bench/startup.ts [--starts 5] [--idle-ms 2000]
+// for reference. After the idle sample each start serves a short load (`--load` requests, 50 at a
+// time) and its RSS is taken again. `--node-options` replaces aigateway's V8 flags (the image's
+// NODE_OPTIONS) to compare them, e.g. `--node-options=--max-semi-space-size=4`.
+//   node bench/startup.ts [--starts 5] [--idle-ms 2000] [--load 2000] [--node-options "<flags>"]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { request } from 'undici';
+import { Pool, request } from 'undici';
 import { rssMiB } from './process-stats.ts';
 import { markdownTable } from './report.ts';
 import { AIGATEWAY_NODE_OPTIONS, BENCH_DIR, freePort, spawnNode, startMock, type BenchProcess } from './targets.ts';
 
-const { values } = parseArgs({ options: { starts: { type: 'string', default: '5' }, 'idle-ms': { type: 'string', default: '2000' } } });
+const { values } = parseArgs({
+  options: {
+    starts: { type: 'string', default: '5' },
+    'idle-ms': { type: 'string', default: '2000' },
+    load: { type: 'string', default: '2000' },
+    'node-options': { type: 'string' },
+  },
+});
 const starts = Number(values.starts);
 const idleMs = Number(values['idle-ms']);
+const loadRequests = Number(values.load);
+const nodeOptions = values['node-options'] === undefined ? AIGATEWAY_NODE_OPTIONS : values['node-options'].split(/\s+/).filter(Boolean);
+const LOAD_CONNECTIONS = 50;
 const POLL_MS = 2;
 
 const body = Buffer.from(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello.' }] }));
@@ -42,6 +54,25 @@ interface Sample {
   readonly startMs: number;
   readonly firstAnswerRss: number;
   readonly idleRss: number;
+  readonly loadRss: number;
+}
+
+/** `loadRequests` answered requests, LOAD_CONNECTIONS at a time (every answer must be a 200). */
+async function shortLoad(origin: string, headers: Record<string, string>): Promise<void> {
+  const pool = new Pool(origin, { connections: LOAD_CONNECTIONS });
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next++ < loadRequests) {
+      const answer = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers, body });
+      await answer.body.dump();
+      if (answer.statusCode !== 200) throw new Error(`the load got a ${answer.statusCode}`);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: LOAD_CONNECTIONS }, worker));
+  } finally {
+    await pool.close();
+  }
 }
 
 async function measure(name: 'aigateway' | 'bare', workDir: string, mockOrigin: string, cacheDir: string): Promise<Sample> {
@@ -50,7 +81,7 @@ async function measure(name: 'aigateway' | 'bare', workDir: string, mockOrigin: 
   const env = { ...process.env, BENCH_MOCK_URL: `${mockOrigin}/v1`, BENCH_GATEWAY_KEY: key, AIGATEWAY_COMPILE_CACHE_DIR: cacheDir };
   const args =
     name === 'aigateway'
-      ? [...AIGATEWAY_NODE_OPTIONS, 'bin/aigateway.js', 'serve', '--config', join(BENCH_DIR, 'aigateway-state.yaml'), '--port', String(port), '--data-dir', join(workDir, `data-${port}`), '--log-file', join(workDir, 'requests.log')]
+      ? [...nodeOptions, 'bin/aigateway.js', 'serve', '--config', join(BENCH_DIR, 'aigateway-state.yaml'), '--port', String(port), '--data-dir', join(workDir, `data-${port}`), '--log-file', join(workDir, 'requests.log')]
       : ['bench/bare-proxy.ts', '--port', String(port), '--upstream', mockOrigin];
   const headers: Record<string, string> =
     name === 'aigateway'
@@ -59,11 +90,14 @@ async function measure(name: 'aigateway' | 'bare', workDir: string, mockOrigin: 
   const started = performance.now();
   const proc = spawnNode(name, args, { core: undefined, workDir, env });
   try {
-    await firstAnswer(`http://127.0.0.1:${port}`, '/v1/chat/completions', headers, proc);
+    const origin = `http://127.0.0.1:${port}`;
+    await firstAnswer(origin, '/v1/chat/completions', headers, proc);
     const startMs = performance.now() - started;
     const firstAnswerRss = rssMiB(proc.pid);
     await new Promise((resolve) => setTimeout(resolve, idleMs));
-    return { startMs, firstAnswerRss, idleRss: rssMiB(proc.pid) };
+    const idleRss = rssMiB(proc.pid);
+    await shortLoad(origin, headers);
+    return { startMs, firstAnswerRss, idleRss, loadRss: rssMiB(proc.pid) };
   } finally {
     await proc.stop();
   }
@@ -88,11 +122,12 @@ try {
       `${median((sample) => sample.startMs).toFixed(0)} (${warm.map((sample) => sample.startMs.toFixed(0)).join(', ')})`,
       median((sample) => sample.firstAnswerRss).toFixed(0),
       median((sample) => sample.idleRss).toFixed(0),
+      median((sample) => sample.loadRss).toFixed(0),
     ]);
   }
-  process.stdout.write(`\n### Start-up and idle memory (${starts} starts each; the first with an empty compile cache)\n\n`);
+  process.stdout.write(`\n### Start-up and idle memory (${starts} starts each; the first with an empty compile cache; aigateway with ${nodeOptions.join(' ') || 'no V8 flags'})\n\n`);
   process.stdout.write(
-    `${markdownTable(['process', 'cold start → first answer ms', 'warm start → first answer ms, median (all)', 'RSS at first answer MiB', `RSS idle ${idleMs / 1000} s later MiB`], rows)}\n`,
+    `${markdownTable(['process', 'cold start → first answer ms', 'warm start → first answer ms, median (all)', 'RSS at first answer MiB', `RSS idle ${idleMs / 1000} s later MiB`, `RSS after ${loadRequests} requests MiB`], rows)}\n`,
   );
 } finally {
   await mock.process.stop();

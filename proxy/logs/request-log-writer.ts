@@ -1,5 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { RequestRecord, RequestRecordSink } from '../observability/request-record.ts';
+import type { LoggedRecordSink } from '../observability/request-finish.ts';
+import type { RequestRecord } from '../observability/request-record.ts';
 import type { RequestLogStore } from './request-log-store.ts';
 
 // Moves finished-request records from the response path to the log store: the sink only
@@ -48,8 +49,8 @@ export interface RequestLogWriterStats {
 }
 
 export interface RequestLogWriter {
-  /** The gateway's requestSink. */
-  readonly sink: RequestRecordSink;
+  /** The gateway's requestSink (takes the record's log line too). */
+  readonly sink: LoggedRecordSink;
   /** Resolves once every record accepted before the call has been written (or has failed). */
   flush(): Promise<void>;
   /**
@@ -76,6 +77,9 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
   }
 
   let queue: RequestRecord[] = [];
+  // queue[i]'s log line, kept only for a store that reuses it (usesLogLines).
+  const keepLines = store.usesLogLines === true;
+  let lines: (string | undefined)[] = [];
   let accepted = 0; // records ever queued
   let settled = 0; // of those, written or failed
   let written = 0;
@@ -99,10 +103,11 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
     series?.dropped.inc({ reason }, count);
   };
 
-  const sink: RequestRecordSink = (record) => {
+  const sink: LoggedRecordSink = (record, line) => {
     if (closed) return drop('closed', 1);
     if (queue.length + writing >= maxQueue) return drop('queue_full', 1);
     queue.push(record);
+    if (keepLines) lines.push(line);
     accepted++;
     if (queue.length >= batchSize) schedulePump();
   };
@@ -113,11 +118,14 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
     if (inFlight !== undefined) return inFlight;
     if (backoff !== undefined) return backoff.done;
     if (queue.length === 0) return Promise.resolve();
-    const batch = queue.length <= batchSize ? queue : queue.slice(0, batchSize);
-    queue = queue.length <= batchSize ? [] : queue.slice(batchSize);
+    const whole = queue.length <= batchSize;
+    const batch = whole ? queue : queue.slice(0, batchSize);
+    queue = whole ? [] : queue.slice(batchSize);
+    const batchLines = whole ? lines : lines.slice(0, batchSize);
+    if (keepLines) lines = whole ? [] : lines.slice(batchSize);
     writing = batch.length;
     // Through a promise, so a store that throws synchronously is a counted failure too.
-    inFlight = Promise.resolve(batch).then((records) => store.insertMany(records)).then(
+    inFlight = Promise.resolve(batch).then((records) => (keepLines ? store.insertMany(records, batchLines) : store.insertMany(records))).then(
       () => {
         written += batch.length;
         series?.written.inc(batch.length);
@@ -135,6 +143,7 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
           // Back to the head of the queue, in order; new records still go behind it.
           retriedBatches++;
           queue = queue.length === 0 ? batch : batch.concat(queue);
+          if (keepLines) lines = lines.length === 0 ? batchLines : batchLines.concat(lines);
           outageSince ??= Date.now();
           startBackoff();
           logWriteError(error, batch.length, 'request log store unreachable; records kept and retried');
@@ -217,6 +226,7 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
         drop('closed', queue.length);
         settled += queue.length;
         queue = [];
+        lines = [];
       }
     },
     stats: () => ({

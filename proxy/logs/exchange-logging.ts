@@ -3,7 +3,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors.ts';
 import type { CapturedBody } from '../observability/request-exchange.ts';
-import type { LoggedRecordSink } from '../observability/request-finish.ts';
+import type { RequestRecordSink } from '../observability/request-record.ts';
 import { DEFAULT_EXCHANGE_BODY_BYTES, exchangeCapturePlugin } from './exchange-capture.ts';
 import { ExchangeStore } from './exchange-store.ts';
 import type { RequestLogStore } from './request-log-store.ts';
@@ -39,7 +39,7 @@ export interface ExchangeLogging {
   /** The capture hooks (root-level); both builders fit startGateway's `plugins`. */
   readonly capture: () => FastifyPluginAsync;
   /** The request log's sink with exchanges taken out and stored here. */
-  wrapSink(sink: LoggedRecordSink): LoggedRecordSink;
+  wrapSink(sink: RequestRecordSink): RequestRecordSink;
   /** GET /v1/logs/{id}/exchange, reading the record from the log store for its workspace. */
   routes(logStore: RequestLogStore): () => FastifyPluginAsync;
   close(): Promise<void>;
@@ -70,9 +70,9 @@ export async function startExchangeLogging(options: ExchangeLoggingOptions): Pro
   return {
     store,
     capture: () => capture,
-    wrapSink: (sink) => (record, line) => {
+    wrapSink: (sink) => (record) => {
       const exchange = record.exchange;
-      if (exchange === undefined) return sink(record, line);
+      if (exchange === undefined) return sink(record);
       store.add({
         id: record.id,
         startedAt: record.startedAt,
@@ -81,7 +81,7 @@ export async function startExchangeLogging(options: ExchangeLoggingOptions): Pro
         responseHeaders: exchange.responseHeaders,
         responseBody: exchange.responseBody,
       });
-      sink({ ...record, exchange: undefined }, line);
+      sink({ ...record, exchange: undefined });
     },
     routes: (logStore) => () => async (app) => {
       app.get('/v1/logs/:id/exchange', ADMIN, async (request) => {

@@ -78,13 +78,8 @@ export const MAX_SUMMARY_GROUPS = 100;
 export const MAX_PAGE_SIZE = 100;
 
 export interface RequestLogStore {
-  /**
-   * Stores records; a record whose id is already stored is skipped. `lines[i]`, when given,
-   * is records[i]'s log line (logRequest's string): a store that serialises records may reuse it.
-   */
-  insertMany(records: readonly RequestRecord[], lines?: readonly (string | undefined)[]): Promise<void>;
-  /** Whether insertMany uses `lines` (the writer keeps them only then). */
-  readonly usesLogLines?: boolean;
+  /** Stores records; a record whose id is already stored is skipped. */
+  insertMany(records: readonly RequestRecord[]): Promise<void>;
   /** One page, newest first. Throws RequestLogCursorError when `after` names no stored record. */
   query(filter: LogFilter, after: string | undefined, limit: number): Promise<LogPage>;
   get(id: string): Promise<RequestRecord | undefined>;

@@ -1,6 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { LoggedRecordSink } from '../observability/request-finish.ts';
-import type { RequestRecord } from '../observability/request-record.ts';
+import type { RequestRecord, RequestRecordSink } from '../observability/request-record.ts';
 import type { RequestLogStore } from './request-log-store.ts';
 
 // Moves finished-request records from the response path to the log store: the sink only
@@ -49,8 +48,8 @@ export interface RequestLogWriterStats {
 }
 
 export interface RequestLogWriter {
-  /** The gateway's requestSink (takes the record's log line too). */
-  readonly sink: LoggedRecordSink;
+  /** The gateway's requestSink. */
+  readonly sink: RequestRecordSink;
   /** Resolves once every record accepted before the call has been written (or has failed). */
   flush(): Promise<void>;
   /**
@@ -77,9 +76,6 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
   }
 
   let queue: RequestRecord[] = [];
-  // queue[i]'s log line, kept only for a store that reuses it (usesLogLines).
-  const keepLines = store.usesLogLines === true;
-  let lines: (string | undefined)[] = [];
   let accepted = 0; // records ever queued
   let settled = 0; // of those, written or failed
   let written = 0;
@@ -103,11 +99,10 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
     series?.dropped.inc({ reason }, count);
   };
 
-  const sink: LoggedRecordSink = (record, line) => {
+  const sink: RequestRecordSink = (record) => {
     if (closed) return drop('closed', 1);
     if (queue.length + writing >= maxQueue) return drop('queue_full', 1);
     queue.push(record);
-    if (keepLines) lines.push(line);
     accepted++;
     if (queue.length >= batchSize) schedulePump();
   };
@@ -118,14 +113,11 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
     if (inFlight !== undefined) return inFlight;
     if (backoff !== undefined) return backoff.done;
     if (queue.length === 0) return Promise.resolve();
-    const whole = queue.length <= batchSize;
-    const batch = whole ? queue : queue.slice(0, batchSize);
-    queue = whole ? [] : queue.slice(batchSize);
-    const batchLines = whole ? lines : lines.slice(0, batchSize);
-    if (keepLines) lines = whole ? [] : lines.slice(batchSize);
+    const batch = queue.length <= batchSize ? queue : queue.slice(0, batchSize);
+    queue = queue.length <= batchSize ? [] : queue.slice(batchSize);
     writing = batch.length;
     // Through a promise, so a store that throws synchronously is a counted failure too.
-    inFlight = Promise.resolve(batch).then((records) => (keepLines ? store.insertMany(records, batchLines) : store.insertMany(records))).then(
+    inFlight = Promise.resolve(batch).then((records) => store.insertMany(records)).then(
       () => {
         written += batch.length;
         series?.written.inc(batch.length);
@@ -143,7 +135,6 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
           // Back to the head of the queue, in order; new records still go behind it.
           retriedBatches++;
           queue = queue.length === 0 ? batch : batch.concat(queue);
-          if (keepLines) lines = lines.length === 0 ? batchLines : batchLines.concat(lines);
           outageSince ??= Date.now();
           startBackoff();
           logWriteError(error, batch.length, 'request log store unreachable; records kept and retried');
@@ -226,7 +217,6 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
         drop('closed', queue.length);
         settled += queue.length;
         queue = [];
-        lines = [];
       }
     },
     stats: () => ({

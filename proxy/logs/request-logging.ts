@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { LoggedRecordSink } from '../observability/request-finish.ts';
+import type { RequestRecordSink } from '../observability/request-record.ts';
 import type { GatewayHost } from '../gateway-host.ts';
 import { startLogRetention, type LogRetention } from './log-retention.ts';
 import { requestLogRoutes } from './request-log-routes.ts';
@@ -50,7 +50,7 @@ export interface RequestLogging {
    */
   readonly ready: Promise<void>;
   readonly writer: RequestLogWriter;
-  readonly sink: LoggedRecordSink;
+  readonly sink: RequestRecordSink;
   readonly routes: (host: GatewayHost) => FastifyPluginAsync;
   /** Stops retention, flushes the writer, closes the store. */
   close(): Promise<void>;

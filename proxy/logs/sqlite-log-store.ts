@@ -1,6 +1,5 @@
 import { Worker } from 'node:worker_threads';
 import type { RequestRecord } from '../observability/request-record.ts';
-import { entryOf } from './line-entry.ts';
 import {
   RequestLogCursorError,
   type AnalyticsSummary,
@@ -82,14 +81,9 @@ export class SqliteLogStore implements RequestLogStore {
     return { store, ready: ready.then(() => undefined) };
   }
 
-  readonly usesLogLines = true;
-
-  async insertMany(records: readonly RequestRecord[], lines?: readonly (string | undefined)[]): Promise<void> {
+  async insertMany(records: readonly RequestRecord[]): Promise<void> {
     if (records.length === 0) return;
-    // Each record as its log line plus what the line leaves out (line-entry.ts): no second serialisation.
-    let json = '[';
-    for (let index = 0; index < records.length; index++) json += (index === 0 ? '' : ',') + entryOf(records[index] as RequestRecord, lines?.[index]);
-    await this.#call('insertMany', { json: `${json}]` });
+    await this.#call('insertMany', { json: JSON.stringify(records) });
   }
 
   async query(filter: LogFilter, after: string | undefined, limit: number): Promise<LogPage> {

@@ -39,13 +39,9 @@ export function createGatewayLogger(options: LoggerOptions = {}): Logger {
   return pino({ level: options.level ?? 'info', base: undefined, timestamp: cachedIsoTime }, destination);
 }
 
-/**
- * The request's log line, from the same record the request log store keeps. Returns the
- * line's JSON without its closing `}` (undefined when info is off): the log store's hand-off
- * reuses it instead of serialising the record again (proxy/logs/line-entry.ts).
- */
-export function logRequest(logger: Logger, record: RequestRecord, clientAborted: boolean): string | undefined {
-  if (!logger.isLevelEnabled('info')) return undefined;
+/** The request's log line, from the same record the request log store keeps. */
+export function logRequest(logger: Logger, record: RequestRecord, clientAborted: boolean): void {
+  if (!logger.isLevelEnabled('info')) return;
   // The line's shape is fixed, so it is written here in one pass (pino's generic
   // serialiser cost ≈ 10 µs a request) — the same JSON pino writes: level, time, the
   // fields that are set, msg.
@@ -68,9 +64,7 @@ export function logRequest(logger: Logger, record: RequestRecord, clientAborted:
   const attempts = record.attempts;
   if (attempts !== undefined && (attempts.length > 1 || attempts[0]?.skipped !== undefined)) line += `,"attempts":${JSON.stringify(attempts.map(attemptJson))}`;
   if (clientAborted) line += ',"client_aborted":true';
-  line += ',"msg":"request"';
-  (logger as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]?.write(`${line}}\n`);
-  return line;
+  (logger as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]?.write(`${line},"msg":"request"}\n`);
 }
 
 function attemptJson(attempt: AttemptRecord): object {

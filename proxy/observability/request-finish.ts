@@ -23,17 +23,10 @@ import type { RequestTracer } from './tracing.ts';
 // record): the throw is logged and counted on aigateway_internal_errors_total{stage}.
 // A try block costs nothing until something throws.
 
-/**
- * A record sink that may also take the record's log line (logRequest's string, without its
- * closing `}`): the log store's writer reuses it (one serialisation for both). A plain
- * RequestRecordSink is one too.
- */
-export type LoggedRecordSink = (record: RequestRecord, line?: string) => void;
-
 export interface FinishDeps {
   readonly logger: Logger;
   readonly metrics: GatewayMetrics;
-  readonly requestSink: LoggedRecordSink | undefined;
+  readonly requestSink: RequestRecordSink | undefined;
   readonly tracer: RequestTracer | undefined;
 }
 
@@ -127,15 +120,14 @@ export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps
     containFailure(deps, 'metrics', error);
   }
   let record: RequestRecord | undefined;
-  let line: string | undefined;
   try {
     record = recordOf(context, request.method, route, status);
-    line = logRequest(deps.logger, record, context.clientAborted);
+    logRequest(deps.logger, record, context.clientAborted);
   } catch (error) {
     containFailure(deps, 'log', error);
   }
   try {
-    if (record !== undefined && deps.requestSink !== undefined && route.startsWith('/v1/') && !UNLOGGED_READS.has(route)) deps.requestSink(record, line);
+    if (record !== undefined && deps.requestSink !== undefined && route.startsWith('/v1/') && !UNLOGGED_READS.has(route)) deps.requestSink(record);
   } catch (error) {
     containFailure(deps, 'log_store', error);
   }

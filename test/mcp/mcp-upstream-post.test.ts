@@ -56,6 +56,12 @@ const upstream = createServer((request: IncomingMessage, response: ServerRespons
         pump();
         return;
       }
+      case '/open': {
+        // Answers, then keeps the stream open: the call must not wait for its end.
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.write(`data: ${answer({ content: [{ type: 'text', text: 'left open' }] })}\n\n`);
+        return;
+      }
       default:
         // /silent: headers never come
         return;
@@ -71,7 +77,7 @@ function server(path: string, extra: Partial<McpServer['entry']> = {}): McpServe
   } as unknown as McpServer;
 }
 
-function call(path: string, extra: Partial<McpServer['entry']> = {}, cap = 65_536): Promise<unknown> {
+function call(path: string, extra: Partial<McpServer['entry']> = {}, cap = 65_536, signal?: AbortSignal): Promise<unknown> {
   return postOnSession({
     dispatcher: agent,
     server: server(path, extra),
@@ -80,7 +86,7 @@ function call(path: string, extra: Partial<McpServer['entry']> = {}, cap = 65_53
     message: { method: 'tools/call', params: { name: 'echo' } },
     schema: { parse: (value) => value },
     cap,
-    signal: undefined,
+    signal,
   });
 }
 
@@ -115,5 +121,18 @@ describe('MCP upstream call on a held session', () => {
   test('an endless stream is cut at the byte cap; a silent upstream times out', async () => {
     await assert.rejects(call('/endless', {}, 200_000), failure('too_large'));
     await assert.rejects(call('/silent', { timeoutMs: 300 }), failure('timeout'));
+  });
+
+  test('an answer on a stream left open is returned at once; the caller leaving cancels the call', async () => {
+    assert.deepEqual(await call('/open'), { content: [{ type: 'text', text: 'left open' }] });
+    const cancelled = (error: unknown): boolean => error instanceof UpstreamFailure && error.kind === 'timeout' && error.message === 'The call was cancelled.';
+    await assert.rejects(call('/silent', {}, 65_536, AbortSignal.abort()), cancelled);
+    const leaving = new AbortController();
+    const pending = call('/silent', {}, 65_536, leaving.signal);
+    // Once the upstream has the request, the caller leaves.
+    const asked = seen.length;
+    for (const deadline = Date.now() + 5000; seen.length === asked && Date.now() < deadline; ) await new Promise((resolve) => setImmediate(resolve));
+    leaving.abort();
+    await assert.rejects(pending, cancelled);
   });
 });

@@ -12,6 +12,7 @@ import { GROUP_VERSION, RESOURCE_KINDS, type BudgetSpend } from '../reconcile/re
 import type { CustomResource, DesiredCondition } from '../reconcile/resource-types.ts';
 import { isKubeApiError, type KubeClient } from './kube-client.ts';
 import { recordEvent } from './status-writer.ts';
+import { PollingLoop } from './polling-loop.ts';
 
 // Each UsageLimitPolicy's spend this period, in its status (docs/decisions.md, "Budget
 // spend in the custom resource"). The leader reads the same counters the proxies reserve
@@ -62,27 +63,31 @@ export class BudgetSpendTracker {
   readonly #options: BudgetSpendTrackerOptions;
   readonly #entries = new Map<string, Entry>();
   readonly #announced = new Map<string, Announced>();
-  #timer: NodeJS.Timeout | undefined;
-  #running = false;
+  readonly #loop: PollingLoop;
   #again = false;
-  #stopped = true;
   #lastRun = Number.NEGATIVE_INFINITY;
   /** The policies (name and generation) the last read saw. */
   #fingerprint = '';
 
   constructor(options: BudgetSpendTrackerOptions) {
     this.#options = options;
+    this.#loop = new PollingLoop(
+      () => this.refresh(),
+      () => {
+        const again = this.#again;
+        this.#again = false;
+        return again ? (options.minGapMs ?? 1_000) : (options.intervalMs ?? 30_000);
+      },
+      { stopped: true },
+    );
   }
 
   start(): void {
-    this.#stopped = false;
-    this.#schedule(0);
+    this.#loop.start();
   }
 
   stop(): void {
-    this.#stopped = true;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#loop.stop();
   }
 
   /**
@@ -91,12 +96,12 @@ export class BudgetSpendTracker {
    */
   poke(force = false): void {
     if (!force && fingerprintOf(this.#options.resources()) === this.#fingerprint) return;
-    if (this.#running) {
+    if (this.#loop.running) {
       this.#again = true;
       return;
     }
     const gap = this.#options.minGapMs ?? 1_000;
-    this.#schedule(Math.max(0, this.#lastRun + gap - this.#now()));
+    this.#loop.schedule(Math.max(0, this.#lastRun + gap - this.#now()));
   }
 
   /** The spend conditions of one policy, once its spend was read (none before). */
@@ -200,29 +205,6 @@ export class BudgetSpendTracker {
       threshold: threshold || (samePeriod && known.threshold),
       exhausted: exhausted || (samePeriod && known.exhausted),
     });
-  }
-
-  #schedule(delayMs: number): void {
-    if (this.#stopped) return;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.#tick(), delayMs);
-    this.#timer.unref();
-  }
-
-  async #tick(): Promise<void> {
-    this.#timer = undefined;
-    if (this.#running) return;
-    this.#running = true;
-    try {
-      await this.refresh();
-    } catch {
-      // the next pass retries
-    } finally {
-      this.#running = false;
-      const again = this.#again;
-      this.#again = false;
-      this.#schedule(again ? (this.#options.minGapMs ?? 1_000) : (this.#options.intervalMs ?? 30_000));
-    }
   }
 
   #now(): number {

@@ -1,5 +1,6 @@
 import type { KubeClient } from './kube-client.ts';
 import { isKubeApiError } from './kube-client.ts';
+import { PollingLoop } from './polling-loop.ts';
 
 // Which config hash every ready proxy replica serves. The ready replicas are the ready
 // endpoints of the proxy Service's EndpointSlices (what clients are routed to; v1 Endpoints
@@ -48,27 +49,30 @@ export class ProgrammedTracker {
   readonly #options: ProgrammedTrackerOptions;
   #wanted: string | undefined;
   #last: ServedSnapshot = { hash: undefined, replicas: [] };
-  #timer: NodeJS.Timeout | undefined;
-  #running = false;
-  #stopped = false;
+  readonly #loop: PollingLoop;
   /** The last answer of any ask (the leader's loop or latest()), with when it was asked. */
   #seen: { snapshot: ServedSnapshot; checkedAtMs: number } | undefined;
   #asking: Promise<ServedSnapshot> | undefined;
 
   constructor(options: ProgrammedTrackerOptions) {
     this.#options = options;
+    this.#loop = new PollingLoop(
+      () => this.#pass(),
+      () => (this.#wanted !== undefined && this.#last.hash === this.#wanted ? (options.settledIntervalMs ?? 5_000) : (options.pendingIntervalMs ?? 200)),
+      { stopped: false },
+    );
   }
 
   /** The hash the leader just applied: ask the replicas until they serve it. */
   expect(hash: string): void {
     if (hash === this.#wanted) return;
     this.#wanted = hash;
-    this.#schedule(0);
+    this.#loop.schedule(0);
   }
 
   /** Re-checks now (e.g. after the EndpointSlices may have changed). */
   poke(): void {
-    this.#schedule(0);
+    this.#loop.schedule(0);
   }
 
   get snapshot(): ServedSnapshot {
@@ -90,41 +94,20 @@ export class ProgrammedTracker {
   }
 
   start(): void {
-    this.#stopped = false;
-    this.#schedule(0);
+    this.#loop.start();
   }
 
   stop(): void {
-    this.#stopped = true;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#loop.stop();
   }
 
-  #schedule(delayMs: number): void {
-    if (this.#stopped) return;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.#tick(), delayMs);
-    this.#timer.unref();
-  }
-
-  async #tick(): Promise<void> {
-    this.#timer = undefined;
-    if (this.#running) return;
-    this.#running = true;
-    try {
-      if (this.#options.active()) {
-        const next = await this.#ask();
-        if (!sameSnapshot(next, this.#last)) {
-          this.#last = next;
-          this.#options.onChange(next);
-        }
-      }
-    } catch {
-      // next tick retries (API server or a replica briefly unreachable)
-    } finally {
-      this.#running = false;
-      const settled = this.#wanted !== undefined && this.#last.hash === this.#wanted;
-      this.#schedule(settled ? (this.#options.settledIntervalMs ?? 5_000) : (this.#options.pendingIntervalMs ?? 200));
+  /** One pass of the leader's loop; a throw (API server or a replica briefly unreachable) is retried next pass. */
+  async #pass(): Promise<void> {
+    if (!this.#options.active()) return;
+    const next = await this.#ask();
+    if (!sameSnapshot(next, this.#last)) {
+      this.#last = next;
+      this.#options.onChange(next);
     }
   }
 

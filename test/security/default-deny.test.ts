@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { batchesPlugin } from '../../proxy/batches/batches-plugin.ts';
 import { startRequestLogging, type RequestLogging } from '../../proxy/logs/request-logging.ts';
+import { startExchangeLogging, type ExchangeLogging } from '../../proxy/logs/exchange-logging.ts';
 import { createGatewayMetrics } from '../../proxy/observability/gateway-metrics.ts';
 import { pino } from 'pino';
 import { sendRaw, statusOf } from './raw-http.ts';
@@ -34,6 +35,7 @@ const INFERENCE_ONLY_KEY = 'gw-inference-only-key-0123456789abcdef';
 
 let harness: Harness;
 let logging: RequestLogging | undefined;
+let exchanges: ExchangeLogging | undefined;
 let dataDir: string;
 
 before(async () => {
@@ -46,10 +48,15 @@ before(async () => {
     metrics: createGatewayMetrics(),
     logger: pino({ level: 'silent' }),
   });
+  // With --log-bodies' routes too (GET /v1/logs/{id}/exchange).
+  exchanges = await startExchangeLogging({ kind: 'sqlite', dataDir, retentionDays: 1, logger: pino({ level: 'silent' }) });
   harness = await startHarness({
     state: baseState(),
-    requestSink: logging?.sink,
-    plugins: [batchesPlugin({ store: { kind: 'sqlite', path: join(dataDir, 'batches.sqlite') } }), ...(logging === undefined ? [] : [logging.routes])],
+    requestSink: logging === undefined ? undefined : exchanges.wrapSink(logging.sink),
+    plugins: [
+      batchesPlugin({ store: { kind: 'sqlite', path: join(dataDir, 'batches.sqlite') } }),
+      ...(logging === undefined ? [] : [logging.routes, exchanges.capture, exchanges.routes(logging.store)]),
+    ],
     console: true,
   });
   await harness.writeState(baseState({ apiKeys: [...(baseState()['apiKeys'] as unknown[]), { id: 'inference-only', key: INFERENCE_ONLY_KEY, scopes: ['inference'] }] }));
@@ -64,6 +71,7 @@ before(async () => {
 after(async () => {
   await harness?.close();
   await logging?.close();
+  await exchanges?.close();
   await rm(dataDir, { recursive: true, force: true });
 });
 
@@ -98,7 +106,7 @@ describe('default deny on the matched route', () => {
     assert.deepEqual(publicRoutes, PUBLIC);
     // The table is the whole gateway: inference, files, batches, fine-tuning, logs, policies, prompts.
     const urls = new Set(routes.map((route) => route.url));
-    for (const url of ['/v1/chat/completions', '/v1/files', '/v1/batches', '/v1/fine_tuning/jobs', '/v1/logs', '/v1/policies/rate-limits', '/v1/configuration', '/mcp', '/mcp/:server']) {
+    for (const url of ['/v1/chat/completions', '/v1/files', '/v1/batches', '/v1/fine_tuning/jobs', '/v1/logs', '/v1/policies/rate-limits', '/v1/configuration', '/mcp', '/mcp/:server', '/v1/logs/:id/exchange', '/v1/policies/usage-limits', '/v1/realtime']) {
       assert.ok(urls.has(url), `${url} is in the route table`);
     }
     assert.ok(routes.length >= 25, `the route table has every plugin's routes (${routes.length})`);

@@ -11,6 +11,7 @@ import { periodOf } from '../budgets/budget-period.ts';
 import type { BudgetStore } from '../budgets/budget-store.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { callProvider } from './provider-forwarding.ts';
+import { tokenCount } from '../accounting/token-count.ts';
 
 // Provider-forwarded batches (completion_window "24h") charged by their results. The
 // provider runs the lines, so nothing is reserved up front; when a retrieve through the
@@ -232,9 +233,9 @@ function addLine(byModel: BatchResultUsage['byModel'], line: Buffer): boolean {
   const usage = record(body?.['usage']);
   if (typeof model !== 'string' || model.length === 0 || model.length > 256 || usage === undefined) return false;
   // Chat and completions (prompt/completion_tokens), Responses (input/output_tokens), embeddings (prompt only).
-  const prompt = count(usage['prompt_tokens']) ?? count(usage['input_tokens']) ?? 0;
-  const completion = count(usage['completion_tokens']) ?? count(usage['output_tokens']) ?? 0;
-  const cached = count(record(usage['prompt_tokens_details'])?.['cached_tokens']) ?? count(record(usage['input_tokens_details'])?.['cached_tokens']) ?? 0;
+  const prompt = tokenCount(usage['prompt_tokens']) ?? tokenCount(usage['input_tokens']) ?? 0;
+  const completion = tokenCount(usage['completion_tokens']) ?? tokenCount(usage['output_tokens']) ?? 0;
+  const cached = tokenCount(record(usage['prompt_tokens_details'])?.['cached_tokens']) ?? tokenCount(record(usage['input_tokens_details'])?.['cached_tokens']) ?? 0;
   if (prompt + completion === 0) return false;
   let sum = byModel.get(model);
   if (sum === undefined) {
@@ -255,9 +256,4 @@ function record(value: unknown): Record<string, unknown> | undefined {
 
 function string(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
-}
-
-/** A token count a provider may report: a non-negative safe integer, else ignored. */
-function count(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= 1e10 ? value : undefined;
 }

@@ -2,7 +2,12 @@
 // production) with a usage-limit policy that matches requests sending metadata
 // {"budget":"on"} and not those sending {"budget":"off"} — same route, same body, same
 // headers' size — measured in interleaved closed-loop rounds. With --redis (REDIS_URL or
-// redis://127.0.0.1:6379) a second process keeps its budget counters in Redis.
+// redis://127.0.0.1:6379) a second process keeps its budget counters in Redis, and through
+// every round a probe here times the call that process makes per request — its reservation
+// script, with the previous request's settlement in the same write, as EVALSHAs on one ioredis
+// connection, one call every PROBE_INTERVAL_MS, idle in between like a gateway between
+// requests — so the run says itself whether the Redis policy costs more than that one round
+// trip under the same load. The gateway's CPU per request comes from /proc.
 //   node bench/budget-overhead.ts [--seconds 3] [--rounds 3] [--connections 8] [--redis]
 // `benchBudgetOverhead(options)` runs the same measurement for bench/run.ts and returns the rows.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -12,9 +17,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { RESERVE_LUA, SETTLE_LUA } from '../proxy/budgets/redis-budget-store.ts';
 import { createLoadPool, percentile, runClosedLoop, type RequestSpec } from './load-generator.ts';
 import { DEFAULT_MOCK_OPTIONS, startMockUpstream } from './mock-upstream.ts';
+import { cpuSeconds, procAvailable } from './process-stats.ts';
 import { REPO_ROOT } from './targets.ts';
 
 export interface BudgetOverheadOptions {
@@ -37,15 +46,31 @@ export interface BudgetOverheadRow {
   readonly p50Ms: number;
   readonly p99Ms: number;
   readonly errors: number;
+  /** The gateway process's CPU time (user + system, all threads) per completed request, µs; undefined without /proc. */
+  readonly cpuUsPerRequest?: number | undefined;
+}
+
+/** The Redis round trip of the gateway's per-request call (reservation + previous settlement), timed from the bench in the same rounds. */
+export interface RedisRoundTrip {
+  readonly calls: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
 }
 
 export interface BudgetOverheadResult {
   readonly rows: readonly BudgetOverheadRow[];
   /** p50 with the policy minus without, per store (ms). */
   readonly p50DeltaMs: Readonly<Partial<Record<'memory' | 'redis', number>>>;
-  /** The rows as a Markdown table. */
+  /** With Redis: the round trip of the gateway's call (EVALSHAs from a separate client, through the same rounds). */
+  readonly redisRoundTrip?: RedisRoundTrip | undefined;
+  /** With Redis: the policy's p50 cost is at most that round trip's p50. */
+  readonly redisWithinRoundTrip?: boolean | undefined;
+  /** The rows as a Markdown table, then one line per store judging the p50 difference. */
   readonly table: string;
 }
+
+/** The in-memory target: a policy adds at most this to the p50 (issue 30). */
+export const MEMORY_TARGET_MS = 0.1;
 
 const KEY = 'gw-bench-budget-key-00000-012345';
 
@@ -59,6 +84,7 @@ export async function benchBudgetOverhead(options: BudgetOverheadOptions = {}): 
   const mockOrigin = `http://127.0.0.1:${(mock.address() as AddressInfo).port}`;
   const dir = await mkdtemp(join(tmpdir(), 'aigw-budget-bench-'));
   const gateways: Array<{ name: 'memory' | 'redis'; child: ChildProcess; origin: string }> = [];
+  let probe: RoundTripProbe | undefined;
   try {
     await writeFile(
       join(dir, 'state.yaml'),
@@ -75,6 +101,7 @@ export async function benchBudgetOverhead(options: BudgetOverheadOptions = {}): 
     if (options.redis === true) {
       const url = options.redisUrl ?? process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
       gateways.push({ name: 'redis', ...(await startGateway(dir, 'redis', { ...process.env, REDIS_URL: url } as Record<string, string>)) });
+      probe = await startRoundTripProbe(url, policy);
     }
     const body = Buffer.from(JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 50, messages: [{ role: 'user', content: 'Say hello in one short sentence.' }] }));
     const spec = (budget: 'on' | 'off'): RequestSpec => ({
@@ -91,20 +118,31 @@ export async function benchBudgetOverhead(options: BudgetOverheadOptions = {}): 
     }
     const rows: BudgetOverheadRow[] = [];
     const p50DeltaMs: Partial<Record<'memory' | 'redis', number>> = {};
+    const cpu = procAvailable();
+    const roundTrips: number[] = [];
     for (const gateway of gateways) {
       const pool = createLoadPool(gateway.origin, connections);
       await runClosedLoop(pool, spec('on'), { connections, durationMs: 500 });
       await runClosedLoop(pool, spec('off'), { connections, durationMs: 500 });
-      const totals = { on: { requests: 0, ms: 0, errors: 0, latencies: [] as number[] }, off: { requests: 0, ms: 0, errors: 0, latencies: [] as number[] } };
+      // The probe runs through both variants' rounds alike (its few calls load both the same).
+      const probing = gateway.name === 'redis' ? probe : undefined;
+      probing?.start();
+      const totals = {
+        on: { requests: 0, ms: 0, errors: 0, cpuS: 0, latencies: [] as number[] },
+        off: { requests: 0, ms: 0, errors: 0, cpuS: 0, latencies: [] as number[] },
+      };
       for (let round = 0; round < rounds; round++) {
         for (const budget of ['off', 'on'] as const) {
+          const cpuBefore = cpu ? cpuSeconds(gateway.child.pid as number) : 0;
           const result = await runClosedLoop(pool, spec(budget), { connections, durationMs });
+          if (cpu) totals[budget].cpuS += cpuSeconds(gateway.child.pid as number) - cpuBefore;
           totals[budget].requests += result.completed;
           totals[budget].errors += result.errors;
           totals[budget].ms += result.wallMs;
           totals[budget].latencies.push(...result.latencies);
         }
       }
+      roundTrips.push(...((await probing?.stop()) ?? []));
       await pool.close();
       for (const budget of ['off', 'on'] as const) {
         const t = totals[budget];
@@ -115,11 +153,16 @@ export async function benchBudgetOverhead(options: BudgetOverheadOptions = {}): 
           p50Ms: percentile(t.latencies, 50),
           p99Ms: percentile(t.latencies, 99),
           errors: t.errors,
+          cpuUsPerRequest: cpu && t.requests > 0 ? Math.round((t.cpuS / t.requests) * 1e6) : undefined,
         });
       }
       p50DeltaMs[gateway.name] = percentile(totals.on.latencies, 50) - percentile(totals.off.latencies, 50);
     }
-    return { rows, p50DeltaMs, table: tableOf(rows) };
+    const redisRoundTrip = roundTrips.length === 0 ? undefined : { calls: roundTrips.length, p50Ms: percentile(roundTrips, 50), p99Ms: percentile(roundTrips, 99) };
+    const redisDelta = p50DeltaMs.redis;
+    const redisWithinRoundTrip = redisRoundTrip === undefined || redisDelta === undefined ? undefined : redisDelta <= redisRoundTrip.p50Ms;
+    const table = [tableOf(rows), '', ...verdictsOf(p50DeltaMs, redisRoundTrip)].join('\n');
+    return { rows, p50DeltaMs, redisRoundTrip, redisWithinRoundTrip, table };
   } finally {
     for (const gateway of gateways) {
       if (gateway.child.exitCode === null) {
@@ -127,17 +170,89 @@ export async function benchBudgetOverhead(options: BudgetOverheadOptions = {}): 
         await once(gateway.child, 'exit');
       }
     }
+    await probe?.close();
     mock.close();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 function tableOf(rows: readonly BudgetOverheadRow[]): string {
-  const lines = ['| store | policy | req/s | p50 ms | p99 ms |', '| --- | --- | ---: | ---: | ---: |'];
+  const lines = ['| store | policy | req/s | p50 ms | p99 ms | gateway CPU µs/req |', '| --- | --- | ---: | ---: | ---: | ---: |'];
   for (const row of rows) {
-    lines.push(`| ${row.store} | ${row.policy}${row.errors > 0 ? ` (${row.errors} errors)` : ''} | ${row.requestsPerSecond.toLocaleString('en')} | ${row.p50Ms.toFixed(3)} | ${row.p99Ms.toFixed(3)} |`);
+    const cpu = row.cpuUsPerRequest === undefined ? 'n/a' : row.cpuUsPerRequest.toLocaleString('en');
+    lines.push(`| ${row.store} | ${row.policy}${row.errors > 0 ? ` (${row.errors} errors)` : ''} | ${row.requestsPerSecond.toLocaleString('en')} | ${row.p50Ms.toFixed(3)} | ${row.p99Ms.toFixed(3)} | ${cpu} |`);
   }
   return lines.join('\n');
+}
+
+function verdictsOf(deltas: Partial<Record<'memory' | 'redis', number>>, roundTrip: RedisRoundTrip | undefined): string[] {
+  const lines: string[] = [];
+  const signed = (ms: number): string => `${ms >= 0 ? '+' : ''}${ms.toFixed(3)} ms`;
+  if (deltas.memory !== undefined) {
+    lines.push(`- memory: the policy adds ${signed(deltas.memory)} p50; target ≤ ${MEMORY_TARGET_MS} ms: ${deltas.memory <= MEMORY_TARGET_MS ? 'met' : 'NOT met'}.`);
+  }
+  if (deltas.redis !== undefined && roundTrip !== undefined) {
+    lines.push(
+      `- redis: the policy adds ${signed(deltas.redis)} p50; the round trip of its call (reservation + previous settlement, same scripts, from a separate client, ${roundTrip.calls.toLocaleString('en')} calls through the same rounds) ` +
+        `p50 ${roundTrip.p50Ms.toFixed(3)} ms, p99 ${roundTrip.p99Ms.toFixed(3)} ms; within one round trip: ${deltas.redis <= roundTrip.p50Ms ? 'yes' : 'NO'}.`,
+    );
+  }
+  return lines;
+}
+
+/** One probe call per this many ms: sparse enough not to load the rounds, idle in between. */
+const PROBE_INTERVAL_MS = 2;
+
+interface RoundTripProbe {
+  start(): void;
+  /** Stops after the call in flight; the latencies (ms) since start. */
+  stop(): Promise<number[]>;
+  close(): Promise<void>;
+}
+
+/** The gateway's call as bare EVALSHAs from this process: the one round trip a policy should cost. */
+async function startRoundTripProbe(url: string, policy: string): Promise<RoundTripProbe> {
+  const client = new Redis(url, { maxRetriesPerRequest: 1 });
+  const [reserveSha, settleSha] = (await Promise.all([client.script('LOAD', RESERVE_LUA), client.script('LOAD', SETTLE_LUA)])) as [string, string];
+  // Same shape as the gateway's counter (prefix, hash tag, one key, a token per call), never near its limit.
+  const key = `aigw:{budget}:${policy}-round-trip:all:api_key=bench`;
+  let running: Promise<number[]> | undefined;
+  let stopping = false;
+  let call = 0;
+  const loop = async (): Promise<number[]> => {
+    const latencies: number[] = [];
+    while (!stopping) {
+      call++;
+      const sentAt = performance.now();
+      // One write, as the gateway sends it: the last call's settlement, then this call's reservation.
+      const replies = await client
+        .pipeline()
+        .evalsha(settleSha, 1, key, '20', '60', '-1', `probe-${call - 1}`)
+        .evalsha(reserveSha, 1, key, '1000000000000000', '35', '60', `probe-${call}`)
+        .exec()
+        .catch(() => null);
+      // A failed call times nothing (the gateway's rows show their own errors).
+      if (replies?.every(([error]) => error === null) === true) latencies.push(performance.now() - sentAt);
+      await new Promise((resolve) => setTimeout(resolve, PROBE_INTERVAL_MS));
+    }
+    return latencies;
+  };
+  return {
+    start() {
+      stopping = false;
+      running = loop();
+    },
+    async stop() {
+      stopping = true;
+      const latencies = (await running) ?? [];
+      running = undefined;
+      return latencies;
+    },
+    async close() {
+      await client.del(key).catch(() => undefined);
+      client.disconnect();
+    },
+  };
 }
 
 async function startGateway(dir: string, name: string, env: Record<string, string>): Promise<{ child: ChildProcess; origin: string }> {

@@ -9,7 +9,7 @@ import { assertAmount, type BudgetReservation, type BudgetSettlement, type Budge
 // `{budget}` hash tag so the script's keys share a slot on a Redis Cluster too.
 
 // KEYS: counters; ARGV per key: limit, amount, ttl; then the request's token.
-const RESERVE_LUA = `
+export const RESERVE_LUA = `
 local n = #KEYS
 local field = 'r:' .. ARGV[n * 3 + 1]
 for i = 1, n do
@@ -31,7 +31,7 @@ return out
 
 // KEYS: counters; ARGV per key: actual, ttl, alertAt (-1: none); then the request's token.
 // What is refunded is the reservation Redis recorded under the token (none: 0).
-const SETTLE_LUA = `
+export const SETTLE_LUA = `
 local out = {}
 local field = 'r:' .. ARGV[#KEYS * 3 + 1]
 for i = 1, #KEYS do
@@ -75,6 +75,23 @@ interface BudgetScripts {
   aigwBudgetCancel(...args: string[]): Promise<number>;
 }
 
+/** A settlement waiting to ride with the next reservation. */
+interface PendingSettle {
+  /** numkeys, keys, per key actual/ttl/alertAt, token. */
+  readonly args: string[];
+  readonly resolve: (reply: number[]) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+// One round trip per request. A settlement is sent in the same write as the next reservation
+// (settlements first, so refunds land before the check), or alone after SETTLE_DELAY_MS when
+// none comes: sent on its own it costs the gateway a second write and reply. The scripts skip
+// the connection's auto-pipeline, which sends one batch at a time: a reservation would wait
+// there for the reply to the batch before it (e.g. the last settlement), two round trips.
+const SETTLE_DELAY_MS = 5;
+/** Beyond this many waiting settlements they are sent at once (bounded pipelines). */
+const MAX_PENDING_SETTLES = 64;
+
 export interface RedisBudgetStoreOptions {
   readonly connection?: RedisConnection;
   readonly url?: string;
@@ -86,6 +103,8 @@ export interface RedisBudgetStoreOptions {
 export class RedisBudgetStore implements BudgetStore {
   readonly #redis: FailFastRedis<BudgetScripts>;
   readonly #prefix: string;
+  #pending: PendingSettle[] = [];
+  #flushTimer: NodeJS.Timeout | undefined;
 
   constructor(options: RedisBudgetStoreOptions) {
     this.#prefix = options.keyPrefix ?? 'aigw:';
@@ -94,6 +113,7 @@ export class RedisBudgetStore implements BudgetStore {
       url: options.url,
       commandTimeoutMs: options.commandTimeoutMs ?? 100,
       component: 'budget store',
+      autoPipeline: false,
       scripts: {
         aigwBudgetReserve: { lua: RESERVE_LUA },
         aigwBudgetSettle: { lua: SETTLE_LUA },
@@ -105,26 +125,34 @@ export class RedisBudgetStore implements BudgetStore {
 
   async reserve(reservations: readonly BudgetReservation[], token: string): Promise<ReserveOutcome> {
     if (reservations.length === 0) return { admitted: true, used: [] };
-    const keys = reservations.map((item) => this.#prefix + item.key);
-    const args: string[] = [];
+    const args = [String(reservations.length)];
+    for (const item of reservations) args.push(this.#prefix + item.key);
     for (const item of reservations) {
       assertAmount(item.amount, 'amount');
       args.push(String(item.limit), String(item.amount), String(item.ttlSeconds));
     }
-    const reply = await this.#redis.call((client) => client.aigwBudgetReserve(String(keys.length), ...keys, ...args, token));
+    args.push(token);
+    const reply = (await this.#send(this.#takePending(), args)) as number[];
     if (reply[0] === 1) return { admitted: true, used: reply.slice(1).map(Number) };
     return { admitted: false, index: Number(reply[1]) - 1, used: Number(reply[2]) };
   }
 
+  /** Resolves once Redis applied the settlement: with the next reservation, or alone within SETTLE_DELAY_MS. */
   async settle(settlements: readonly BudgetSettlement[], token: string): Promise<SettleOutcome[]> {
     if (settlements.length === 0) return [];
-    const keys = settlements.map((item) => this.#prefix + item.key);
-    const args: string[] = [];
+    const args = [String(settlements.length)];
+    for (const item of settlements) args.push(this.#prefix + item.key);
     for (const item of settlements) {
       assertAmount(item.actual, 'actual');
       args.push(String(item.actual), String(item.ttlSeconds), String(item.alertAt));
     }
-    const reply = await this.#redis.call((client) => client.aigwBudgetSettle(String(keys.length), ...keys, ...args, token));
+    args.push(token);
+    const reply = await new Promise<number[]>((resolve, reject) => {
+      this.#pending.push({ args, resolve, reject });
+      if (this.#pending.length >= MAX_PENDING_SETTLES) this.#flush();
+      // Not unref'd: a process whose loop empties still sends what it owes before exiting.
+      else this.#flushTimer ??= setTimeout(() => this.#flush(), SETTLE_DELAY_MS);
+    });
     return settlements.map((_, index) => ({
       used: Number(reply[index * 3]),
       spent: Number(reply[index * 3 + 1]),
@@ -173,8 +201,59 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   async close(): Promise<void> {
+    // Waiting settlements go out before the connection closes (their failures are the callers').
+    await this.#send(this.#takePending()).catch(() => undefined);
     await this.#redis.close();
   }
+
+  #takePending(): PendingSettle[] {
+    if (this.#flushTimer !== undefined) {
+      clearTimeout(this.#flushTimer);
+      this.#flushTimer = undefined;
+    }
+    const pending = this.#pending;
+    if (pending.length > 0) this.#pending = [];
+    return pending;
+  }
+
+  #flush(): void {
+    this.#send(this.#takePending()).catch(() => undefined);
+  }
+
+  /**
+   * Writes the waiting settlements, then the reservation if any, in one write (the socket is
+   * corked around them): one write and one reply read. Returns the reservation's reply.
+   */
+  async #send(settles: readonly PendingSettle[], reserve?: readonly string[]): Promise<number[] | undefined> {
+    if (settles.length === 0 && reserve === undefined) return undefined;
+    let written = false;
+    try {
+      return await this.#redis.call((client) => {
+        const socket = client.stream;
+        socket.cork();
+        try {
+          const settled = settles.map((settle) =>
+            client.aigwBudgetSettle(...settle.args).then(settle.resolve, (cause: unknown) => settle.reject(unavailable(cause))),
+          );
+          written = true;
+          // Alone, the call lasts until the settlements' replies (bounded by its deadline like any call).
+          return reserve === undefined ? Promise.all(settled).then(() => undefined) : client.aigwBudgetReserve(...reserve);
+        } finally {
+          socket.uncork();
+        }
+      });
+    } catch (error) {
+      // Written settlements answer for themselves (each command has the connection's deadline).
+      if (!written) for (const settle of settles) settle.reject(error);
+      throw error;
+    }
+  }
+}
+
+/** A settlement's own failure, in the shape of the store's other failures. */
+function unavailable(cause: unknown): Error {
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  return new CounterStoreUnavailableError(`budget store unavailable: ${reason}`, { cause });
 }
 
 function globEscape(text: string): string {

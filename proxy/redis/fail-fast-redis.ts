@@ -26,6 +26,12 @@ export interface FailFastRedisOptions {
   readonly component: string;
   /** Lua scripts to define on the connection; names must not clash with another store's. */
   readonly scripts: RedisScripts;
+  /**
+   * false: this store's scripts are written to the socket when called, not deferred to the
+   * connection's auto-pipeline (which sends one batch at a time, so a call waits behind the
+   * batch in flight); for a store that batches its own writes. Default true.
+   */
+  readonly autoPipeline?: boolean | undefined;
   /** Builds the store's "unavailable" error. */
   readonly unavailable: (message: string, options?: { cause?: unknown }) => Error;
 }
@@ -158,6 +164,11 @@ export class FailFastRedis<S extends object> {
     this.#ownsConnection = options.connection === undefined;
     this.#connection = options.connection ?? new RedisConnection(options.url as string, this.#timeoutMs);
     for (const [name, definition] of Object.entries(options.scripts)) this.#connection.client.defineCommand(name, definition);
+    if (options.autoPipeline === false) {
+      const clientOptions = this.#connection.client.options;
+      // A new array: ioredis's default one is shared by every client in the process.
+      clientOptions.autoPipeliningIgnoredCommands = [...(clientOptions.autoPipeliningIgnoredCommands ?? []), ...Object.keys(options.scripts)];
+    }
     // defineCommand adds the methods at run time; the cast only names them for TypeScript.
     this.client = this.#connection.client as Redis & S;
   }
@@ -171,10 +182,9 @@ export class FailFastRedis<S extends object> {
     }
     this.#inFlight++;
     try {
-      return await withDeadline(
-        this.#connection.ready().then(() => send(this.client)),
-        this.#timeoutMs,
-      );
+      // Connected (the common case): send now, without a hop through ready().
+      const sent = this.#connection.client.status === 'ready' ? send(this.client) : this.#connection.ready().then(() => send(this.client));
+      return await withDeadline(sent, this.#timeoutMs);
     } catch (cause) {
       const reason = cause instanceof Error ? cause.message : String(cause);
       throw this.#unavailable(`${this.#component} at ${where} unavailable: ${reason}`, { cause });
@@ -199,10 +209,19 @@ export class FailFastRedis<S extends object> {
 
 /** Rejects after `ms` unless `promise` settles first; the timer never keeps the process alive. */
 export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  // One promise and one timer per call (this runs on every store call of the request path).
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
     timer.unref();
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
   });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }

@@ -267,16 +267,20 @@ function actualOf(policy: UsageLimitPolicy, actual: ActualSpend): number {
 function remainingHeaders(policies: readonly UsageLimitPolicy[], used: readonly number[]): Record<string, string> {
   let best = -1;
   let bestShare = Number.POSITIVE_INFINITY;
-  policies.forEach((policy, index) => {
-    const share = (limitOf(policy) - (used[index] ?? 0)) / limitOf(policy);
+  let bestLimit = 0;
+  // A plain loop and each limit once: this runs on the request path after the reservation.
+  for (let index = 0; index < policies.length; index++) {
+    const limit = limitOf(policies[index] as UsageLimitPolicy);
+    const share = (limit - (used[index] ?? 0)) / limit;
     if (share < bestShare) {
       bestShare = share;
       best = index;
+      bestLimit = limit;
     }
-  });
+  }
   const policy = policies[best];
   if (policy === undefined) return {};
-  const remaining = Math.max(0, limitOf(policy) - (used[best] ?? 0));
+  const remaining = Math.max(0, bestLimit - (used[best] ?? 0));
   return {
     [BUDGET_HEADER.remaining]: formatAmount(policy, remaining),
     [BUDGET_HEADER.policy]: policy.id,

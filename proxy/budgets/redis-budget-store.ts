@@ -232,8 +232,14 @@ export class RedisBudgetStore implements BudgetStore {
         const socket = client.stream;
         socket.cork();
         try {
+          // Riding with a reservation, a settlement's outcome (metrics, alerts) is handed back after
+          // the reservation's caller has gone on: it is not that request's work.
+          const applied = reserve === undefined ? (settle: PendingSettle, reply: number[]) => settle.resolve(reply) : handBackLater;
           const settled = settles.map((settle) =>
-            client.aigwBudgetSettle(...settle.args).then(settle.resolve, (cause: unknown) => settle.reject(unavailable(cause))),
+            client.aigwBudgetSettle(...settle.args).then(
+              (reply) => applied(settle, reply),
+              (cause: unknown) => settle.reject(unavailable(cause)),
+            ),
           );
           written = true;
           // Alone, the call lasts until the settlements' replies (bounded by its deadline like any call).
@@ -248,6 +254,10 @@ export class RedisBudgetStore implements BudgetStore {
       throw error;
     }
   }
+}
+
+function handBackLater(settle: PendingSettle, reply: number[]): void {
+  setImmediate(settle.resolve, reply);
 }
 
 /** A settlement's own failure, in the shape of the store's other failures. */

@@ -84,13 +84,15 @@ export class McpCalls {
     return [...context.catalog.servers.values()].filter((server) => server.admits(context.principal));
   }
 
-  /** The upstream session to use: the sealed one, or one this replica re-established. */
-  async #upstreamSession(context: CallContext, server: McpServer, renew: boolean): Promise<UpstreamSession> {
+  /** The upstream session this replica re-established for this one, else the sealed one (undefined: neither). */
+  #knownSession(context: CallContext, server: McpServer): UpstreamSession | undefined {
+    const replaced = this.#replaced.size === 0 ? undefined : this.#replaced.get(`${context.sessionKey}\u0000${server.name}`);
+    return replaced ?? context.session.upstreams[server.name];
+  }
+
+  /** A new upstream session in place of a missing or expired one. */
+  async #renewedSession(context: CallContext, server: McpServer, renew: boolean): Promise<UpstreamSession> {
     const key = `${context.sessionKey}\u0000${server.name}`;
-    if (!renew) {
-      const known = this.#replaced.get(key) ?? context.session.upstreams[server.name];
-      if (known !== undefined) return known;
-    }
     // A server that just failed to initialize is not retried by every request (lists would wait on it).
     const failedAt = this.#failedInit.get(server.name);
     if (!renew && failedAt !== undefined && this.#now() - failedAt < INIT_RETRY_MS) {
@@ -111,15 +113,15 @@ export class McpCalls {
 
   /** One upstream request; an expired upstream session is re-established once, transparently. */
   async call<T>(context: CallContext, server: McpServer, method: string, params: Record<string, unknown> | undefined, schema: ResultSchema<T>, signal: AbortSignal): Promise<T> {
-    const send = async (renew: boolean): Promise<T> => {
-      const upstream = await this.#upstreamSession(context, server, renew);
-      return this.upstreams.request(server, upstream, context.clientHeaders, { method, params }, schema, signal);
-    };
+    const request = { method, params };
     try {
-      return await send(false);
+      const known = this.#knownSession(context, server);
+      const upstream = known ?? (await this.#renewedSession(context, server, false));
+      return await this.upstreams.request(server, upstream, context.clientHeaders, request, schema, signal);
     } catch (error) {
-      if (error instanceof UpstreamFailure && error.kind === 'session_expired') return send(true);
-      throw error;
+      if (!(error instanceof UpstreamFailure) || error.kind !== 'session_expired') throw error;
+      const renewed = await this.#renewedSession(context, server, true);
+      return this.upstreams.request(server, renewed, context.clientHeaders, request, schema, signal);
     }
   }
 

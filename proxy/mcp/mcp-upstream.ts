@@ -98,7 +98,24 @@ export class McpUpstreams {
   }
 
   /** Sends one request to the upstream and returns its result (validated loosely by `schema`). */
-  async request<T>(
+  request<T>(
+    server: McpServer,
+    session: UpstreamSession,
+    clientHeaders: ClientHeaders,
+    request: { method: string; params?: Record<string, unknown> | undefined },
+    schema: ResultSchema<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    // The hot path, returned as is (no async frame around it): one POST on a held session.
+    if (server.entry.transport === 'streamable-http' && session.id !== undefined) {
+      const cap = this.#deps.maxUpstreamBytes();
+      return postOnSession<T>({ dispatcher: this.#deps.dispatcher, server, session: session as SessionWithId, clientHeaders, message: request, schema, cap, signal });
+    }
+    return this.#requestWithClient(server, session, clientHeaders, request, schema, signal);
+  }
+
+  /** A request over a pooled connection (stdio, SSE) or to a stateless upstream, with an SDK Client. */
+  async #requestWithClient<T>(
     server: McpServer,
     session: UpstreamSession,
     clientHeaders: ClientHeaders,
@@ -114,25 +131,16 @@ export class McpUpstreams {
         throw failureOf(error, server);
       }
     }
-    if (session.id !== undefined) {
-      const cap = this.#deps.maxUpstreamBytes();
-      return postOnSession<T>({ dispatcher: this.#deps.dispatcher, server, session: session as SessionWithId, clientHeaders, message: request, schema, cap, signal });
-    }
+    // A stateless upstream (no session id): initialize on each use is what it expects.
     const limit = new AbortController();
     const transport = new StreamableHTTPClientTransport(new URL(server.entry.url as string), {
-      sessionId: session.id,
       fetch: this.#fetchFor(server, clientHeaders, limit),
       reconnectionOptions: NO_RECONNECT,
     });
     transport.setProtocolVersion(session.version);
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     try {
-      if (session.id === undefined) {
-        // A stateless upstream (no session id): initialize on each use is what it expects.
-        await client.connect(transport, { timeout: server.entry.timeoutMs, signal: anySignal(limit.signal, signal) });
-      } else {
-        await client.connect(transport);
-      }
+      await client.connect(transport, { timeout: server.entry.timeoutMs, signal: anySignal(limit.signal, signal) });
       return (await client.request(request as never, schema as never, { timeout: server.entry.timeoutMs, signal: anySignal(limit.signal, signal) })) as T;
     } catch (error) {
       throw failureOf(error, server);

@@ -97,7 +97,7 @@ export class McpGateway {
     if (body instanceof HeaderRefusal) return rpcErrorReply(reply, body.status, body.code, body.message);
     const route = scopeName === undefined ? '/mcp' : '/mcp/:server';
     if (isModern(request, body)) return this.#postModern(request, reply, body, { catalog, principal, scope, route });
-    const messages = Array.isArray(body) ? body : [body];
+    const messages: unknown[] = Array.isArray(body) ? body : [body];
     if (messages.length === 0) return rpcErrorReply(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: an empty batch.');
     if (messages.length > catalog.settings.maxBatch) {
       return rpcErrorReply(reply, 400, ErrorCode.InvalidRequest, `Invalid Request: a batch holds at most ${catalog.settings.maxBatch} messages.`);
@@ -107,7 +107,7 @@ export class McpGateway {
     } catch (error) {
       return rpcErrorReply(reply, 400, (error as RpcError).code, (error as RpcError).message, idOf(body));
     }
-    const initialize = messages.find((message) => isObject(message) && message['method'] === 'initialize');
+    const initialize = messages === body ? messages.find(isInitialize) : isInitialize(body) ? body : undefined;
     const clientHeaders = clientHeadersOf(request);
     let session: McpSession;
     let sessionId: string;
@@ -207,7 +207,7 @@ export class McpGateway {
 
   async #principalOf(request: FastifyRequest, catalog: McpCatalog): Promise<McpPrincipal> {
     const key = request.gateway.apiKey;
-    if (key !== undefined) return { id: `key:${key.id}`, kind: 'key', keyId: key.id, workspace: key.workspace, scopes: new Set() };
+    if (key !== undefined) return keyPrincipal(key);
     const token = bearerOf(request.headers.authorization);
     const oauth = catalog.settings.oauth;
     if (oauth === undefined || !looksLikeJwt(token)) {
@@ -215,7 +215,7 @@ export class McpGateway {
       const found = authenticateApiKey(request.gateway.state, token, 'inference', 'authorization');
       delete request.headers.authorization;
       request.gateway.apiKey = found;
-      return { id: `key:${found.id}`, kind: 'key', keyId: found.id, workspace: found.workspace, scopes: new Set() };
+      return keyPrincipal(found);
     }
     return verifyBearer(token, oauth, this.#deps.dispatcher);
   }
@@ -251,6 +251,21 @@ export class McpGateway {
 /** The key of a session's re-established upstream sessions: a hash of its id (the id itself stays out of memory maps' keys). */
 function keyOf(sessionId: string): string {
   return createHash('sha256').update(sessionId).digest('base64url').slice(0, 22);
+}
+
+const isInitialize = (message: unknown): boolean => isObject(message) && message['method'] === 'initialize';
+
+const NO_SCOPES: ReadonlySet<string> = new Set();
+/** A key's principal, made once per key record (records are per state snapshot, so a reload makes new ones). */
+const keyPrincipals = new WeakMap<object, McpPrincipal>();
+
+function keyPrincipal(key: { readonly id: string; readonly workspace?: string | undefined }): McpPrincipal {
+  let principal = keyPrincipals.get(key);
+  if (principal === undefined) {
+    principal = { id: `key:${key.id}`, kind: 'key', keyId: key.id, workspace: key.workspace, scopes: NO_SCOPES };
+    keyPrincipals.set(key, principal);
+  }
+  return principal;
 }
 
 function idOf(body: unknown): unknown {

@@ -206,15 +206,18 @@ function factsOf(context: CallContext, server: McpServer, tool: string | undefin
   } as RequestFacts;
 }
 
+const targetsMcp = (policy: RateLimitPolicy): boolean =>
+  policy.type === 'requests' && policy.conditions.some((condition) => condition.key === 'mcp_server' || condition.key === 'mcp_tool');
+
 /** Rate-limit policies that target MCP (an mcp_server or mcp_tool condition). */
 async function admit(host: MethodHost, context: CallContext, server: McpServer, tool: string | undefined): Promise<void> {
   const limiter = host.rateLimiter;
   if (limiter === undefined) return;
-  const state = context.request.gateway.state;
-  const policies = [...state.document.rateLimitPolicies, ...host.dynamicPolicies()].filter(
-    (policy) => policy.type === 'requests' && policy.conditions.some((condition) => condition.key === 'mcp_server' || condition.key === 'mcp_tool'),
-  );
-  if (policies.length === 0) return;
+  // Collected without spreading both lists per call: most gateways have no MCP policy at all.
+  let policies: RateLimitPolicy[] | undefined;
+  for (const policy of context.request.gateway.state.document.rateLimitPolicies) if (targetsMcp(policy)) (policies ??= []).push(policy);
+  for (const policy of host.dynamicPolicies()) if (targetsMcp(policy)) (policies ??= []).push(policy);
+  if (policies === undefined) return;
   try {
     await limiter.admit(policies, factsOf(context, server, tool));
   } catch (error) {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { PUBLIC_ROUTE } from '../auth/route-access.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError, isGatewayError } from '../errors.ts';
 import type { McpGateway, McpGatewayDeps } from './mcp-gateway.ts';
 
 // The MCP endpoint's routes (docs/mcp.md). This module is light: the SDK, jose and the
@@ -78,12 +78,14 @@ export function mcpPlugin(deps: McpGatewayDeps): FastifyPluginAsync {
       }
     });
 
-    // 401s point MCP clients at the protected-resource metadata (RFC 9728 §5.1).
-    app.addHook('onSend', (request, reply, payload, done) => {
-      if (reply.statusCode === 401 && request.gateway?.state.document.mcp?.oauth !== undefined) {
+    // 401s point MCP clients at the protected-resource metadata (RFC 9728 §5.1). Every 401 is
+    // an error the error handler answers; an onError hook (not onSend) leaves answers alone.
+    app.addHook('onError', (request, reply, error, done) => {
+      const status = isGatewayError(error) ? error.status : (error as { statusCode?: unknown }).statusCode;
+      if (status === 401 && request.gateway?.state.document.mcp?.oauth !== undefined) {
         reply.header('www-authenticate', `Bearer resource_metadata="${metadataUrl(request)}"`);
       }
-      done(null, payload);
+      done();
     });
 
     const scopeOf = (request: FastifyRequest): string | undefined => (request.params as { server?: string }).server;

@@ -44,6 +44,7 @@ async function initializeStatus(bearer: string): Promise<number> {
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
   });
   await response.body?.cancel();
+  if (response.status === 401) assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="/, 'every 401 points at the metadata');
   return response.status;
 }
 

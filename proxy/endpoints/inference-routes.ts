@@ -149,20 +149,28 @@ async function handleInference(
     tokenEstimate(prompted.value, prompted.changed ? JSON.stringify(prompted.value).length : (request.rawBody?.length ?? 0), generates(endpoint)),
   );
   if (limited !== undefined) await limited;
+  // Pure, and before the reservation: a config error here never leaves one in flight.
+  const attached = attachedGuardrailsOf(context.state, resolved);
+  const inputGuards = mergeGuardrails(guardrailsOf(selection.plan.settings, context.state), attached);
   // Budgets: the worst case reserved on every matching usage-limit policy (docs/budgets.md).
   const budgeted = budgetAdmission(deps, context, reply, resolved, () => ({
     body: prompted.value,
     bodyBytes: prompted.changed ? JSON.stringify(prompted.value).length : (request.rawBody?.length ?? 0),
     generates: generates(endpoint),
   }));
-  if (budgeted !== undefined) await budgeted;
-  const attached = attachedGuardrailsOf(context.state, resolved);
+  // Input guardrails may call out and a cache hit must know the reservation: they wait for it.
+  // Without either (no cache wired, or none in the request's config: lookupCache does nothing),
+  // the reservation travels while the request is prepared and its target resolved, and the
+  // leaf awaits it before any dispatch (routing/execute-plan.ts).
+  const caches = deps.cache !== undefined && selection.plan.settings.cache !== undefined;
+  const gate = budgeted !== undefined && inputGuards.empty && !caches ? budgeted : undefined;
+  if (gate !== undefined) gate.catch(ignoreUntilAwaited);
+  else if (budgeted !== undefined) await budgeted;
   const usage = withStreamUsage(ingress, body);
   body = usage.body;
   const signal = abortWhenClientLeaves(reply, context);
 
   const hookContext = { endpoint, metadata: context.metadata, model: context.model };
-  const inputGuards = mergeGuardrails(guardrailsOf(selection.plan.settings, context.state), attached);
   // No guardrails (the common case): no hook context, no promise.
   const before = inputGuards.empty ? undefined : await checkInput(inputGuards, { ...hookContext, requestBody: body.value }, deps.guardrails, context);
   if (before?.denied === true) return replyInputDenied(reply, before, ingress);
@@ -176,7 +184,9 @@ async function handleInference(
   context.requestBytes = rawBody?.length ?? 0;
   // What travels beside the body (never serialised): Messages' client headers and its translator.
   const outgoing = ingress.forwardedBody(body.value, request.headers);
-  const result = await walkToTarget(deps.routing, selection, { endpoint, pathname, body: outgoing, rawBody, headers, options, signal }, context, reply);
+  const result = await walkToTarget(deps.routing, selection, { endpoint, pathname, body: outgoing, rawBody, headers, options, signal, gate }, context, reply);
+  // Settled already when a leaf dispatched; the walk's own failure path awaits it first.
+  if (gate !== undefined) await gate;
   const model = result.requestBody['model'];
   if (typeof model === 'string') context.model = model;
 
@@ -309,6 +319,13 @@ interface WalkInput {
   readonly headers: IncomingHttpHeaders;
   readonly options: CallOptions;
   readonly signal: AbortSignal;
+  /** The budget reservation still in flight (no input guardrails, no cache). */
+  readonly gate: Promise<void> | undefined;
+}
+
+/** A refusal that settles before the walk reaches a leaf is not unhandled; the original promise is awaited. */
+function ignoreUntilAwaited(): undefined {
+  return undefined;
 }
 
 /** Walks the plan (strategies, retries, breakers) to a provider's answer; no target is a 503, a failed one its error. */
@@ -322,9 +339,9 @@ async function walkToTarget(
   const { requestTimeoutMs, forwardHeaders } = input.options;
   const progress: WalkProgress = { retries: 0, firstDispatchAt: undefined, lastPath: undefined, lastTarget: undefined, attempts: [] };
   // try/finally rather than .finally(): no extra promise and closure per request.
-  let result: Awaited<ReturnType<typeof walkPlan>>;
+  let refused = false;
   try {
-    result = await walkPlan(
+    const result = await walkPlan(
       selection.plan,
       {
         runtime,
@@ -341,18 +358,35 @@ async function walkToTarget(
         deadline: requestTimeoutMs === undefined ? Number.POSITIVE_INFINITY : runtime.now() + requestTimeoutMs,
         signal: input.signal,
         span: context.span,
+        gate: input.gate,
       },
       progress,
     );
+    if (result.kind === 'unavailable') {
+      const which = result.labels.length > 0 ? `: ${[...new Set(result.labels)].join(', ')}` : '';
+      throw new GatewayError('AIGW_ERR_TARGETS_UNAVAILABLE', `No target available — ${result.reason}${which}.`);
+    }
+    if (result.kind === 'error') throw result.error;
+    return result;
+  } catch (error) {
+    // The walk may end before any leaf awaited the reservation (every circuit open, a config
+    // error): its refusal wins, and its outcome is known before any answer is sent.
+    const refusal = input.gate === undefined ? undefined : await refusalOf(input.gate);
+    if (refusal === undefined) throw error;
+    refused = true;
+    throw refusal;
   } finally {
-    recordWalk(progress, context, reply);
+    // A refused request reports no walk, as when the reservation was awaited first.
+    if (!refused) recordWalk(progress, context, reply);
   }
-  if (result.kind === 'unavailable') {
-    const which = result.labels.length > 0 ? `: ${[...new Set(result.labels)].join(', ')}` : '';
-    throw new GatewayError('AIGW_ERR_TARGETS_UNAVAILABLE', `No target available — ${result.reason}${which}.`);
-  }
-  if (result.kind === 'error') throw result.error;
-  return result;
+}
+
+/** The reservation's refusal, or undefined once it is admitted. */
+function refusalOf(gate: Promise<void>): Promise<unknown> {
+  return gate.then(
+    () => undefined,
+    (error: unknown) => error ?? new Error('budget reservation rejected'),
+  );
 }
 
 /** What the walk did, for the log line and the client's gateway headers, whatever its outcome. */

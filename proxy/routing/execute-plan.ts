@@ -56,6 +56,8 @@ export interface WalkRequest {
   readonly signal: AbortSignal;
   /** The request's span when tracing is on: each attempt gets a client span and sends its traceparent. */
   readonly span?: RequestSpan | undefined;
+  /** The budget reservation still in flight: awaited at each leaf before its attempt (no dispatch before admission). */
+  readonly gate?: Promise<void> | undefined;
 }
 
 const OPERATION: Readonly<Partial<Record<InferenceEndpoint, string>>> = {
@@ -320,8 +322,24 @@ function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): 
       : breakerInterceptor({ breakers: runtime.breakers, id: breakerId(node, target, request), label, settings: breaker, signal: request.signal }),
     timeout ? timeoutInterceptor({ perAttemptMs, deadline: request.deadline, now: runtime.now }) : undefined,
   );
+  const skips = breaker !== undefined || timeout;
+  if (request.gate === undefined) return firstAttempt(attempt, skips, node, target, label, request, progress);
+  // The target was resolved while the reservation travelled; a refusal rejects here, before
+  // any breaker slot or dispatch, and no strategy catches it (not an unresolvable error).
+  return request.gate.then(() => firstAttempt(attempt, skips, node, target, label, request, progress));
+}
+
+function firstAttempt(
+  attempt: Attempt,
+  skips: boolean,
+  node: PlanNode,
+  target: ResolvedTarget,
+  label: string,
+  request: WalkRequest,
+  progress: WalkProgress,
+): Promise<WalkResult> {
   // Only the breaker and the timeout skip an attempt; without them the outcome is the answer.
-  if (breaker === undefined && !timeout) return attempt(FIRST_ATTEMPT) as Promise<AttemptResult>;
+  if (!skips) return attempt(FIRST_ATTEMPT) as Promise<AttemptResult>;
   return skippedToResult(attempt(FIRST_ATTEMPT), node, target, label, request, progress);
 }
 

@@ -51,7 +51,8 @@ test('the image\'s default command serves as uid 1000, with its default data dir
       workdir = posix.resolve(workdir, arg);
       mkdirSync(inImage(workdir), { recursive: true, mode: 0o755 });
     } else if (op === 'ENV') {
-      for (const match of arg.matchAll(/(\w+)=(\S+)/g)) env[match[1] ?? ''] = match[2] ?? '';
+      // KEY=value or KEY="value with spaces", as Docker reads them.
+      for (const match of arg.matchAll(/(\w+)=(?:"([^"]*)"|(\S+))/g)) env[match[1] ?? ''] = match[2] ?? match[3] ?? '';
     } else if (op === 'COPY') {
       const parts = arg.split(/\s+/);
       const from = parts.find((part) => part.startsWith('--from='));

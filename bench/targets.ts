@@ -164,7 +164,7 @@ export interface AigatewayStart {
 }
 
 /** The node options the image runs aigateway with (Dockerfile NODE_OPTIONS; npm start too). */
-export const AIGATEWAY_NODE_OPTIONS = ['--max-semi-space-size=16'];
+export const AIGATEWAY_NODE_OPTIONS = ['--max-semi-space-size=16', '--max-old-space-size=1024'];
 
 /** aigateway as in production: the CLI, a state file, API-key auth, metrics and a log file. */
 export async function startAigateway(options: AigatewayStart): Promise<Target> {

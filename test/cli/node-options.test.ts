@@ -11,7 +11,7 @@ const read = (path: string): string => readFileSync(new URL(path, ROOT), 'utf8')
 
 test('the image, npm start and the bench run aigateway with the same node options', () => {
   const dockerfile = read('Dockerfile');
-  const image = /^ENV NODE_OPTIONS=(.+)$/m.exec(dockerfile)?.[1];
+  const image = /^ENV NODE_OPTIONS="(.+)"$/m.exec(dockerfile)?.[1];
   assert.equal(image, AIGATEWAY_NODE_OPTIONS.join(' '));
   assert.ok(dockerfile.indexOf('ENV NODE_OPTIONS=') < dockerfile.indexOf('warm-compile-cache.js'), 'the seed is made with the runtime options');
   const start = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts['start'];

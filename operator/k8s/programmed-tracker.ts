@@ -85,7 +85,7 @@ export class ProgrammedTracker {
    */
   async latest(maxAgeMs = 5_000): Promise<{ snapshot: ServedSnapshot; checkedAtMs: number }> {
     const seen = this.#seen;
-    if (seen !== undefined && Date.now() - seen.checkedAtMs <= maxAgeMs) return seen;
+    if (seen !== undefined && Date.now() - seen.checkedAtMs < maxAgeMs) return seen;
     this.#asking ??= this.#ask().finally(() => {
       this.#asking = undefined;
     });

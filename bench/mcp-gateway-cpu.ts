@@ -7,18 +7,15 @@
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { dump } from 'js-yaml';
+import { startEchoUpstream } from './mcp-tools-call.ts';
 import { pino } from 'pino';
-import { z } from 'zod';
 
 type PeerMessage = { upstream: string } | { warmed: true } | { times: number[] };
 type GatewayMessage = { url: string; headers: Record<string, string>; calls: number; warmup: number } | { go: true } | { exit: true };
@@ -26,20 +23,7 @@ type GatewayMessage = { url: string; headers: Record<string, string>; calls: num
 /** The child: upstream and client; warms up, waits for `go`, calls, reports latencies. */
 async function peer(): Promise<void> {
   const send = (message: PeerMessage): void => void process.send?.(message);
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  const upstream = createServer((request, response) => {
-    const id = request.headers['mcp-session-id'];
-    const existing = typeof id === 'string' ? transports.get(id) : undefined;
-    if (existing !== undefined) {
-      void existing.handleRequest(request, response);
-      return;
-    }
-    const server = new McpServer({ name: 'bench', version: '1' });
-    server.registerTool('echo', { inputSchema: { message: z.string() } }, async ({ message }) => ({ content: [{ type: 'text', text: message }] }));
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sessionId) => void transports.set(sessionId, transport) });
-    void server.connect(transport).then(() => transport.handleRequest(request, response));
-  });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  const upstream = await startEchoUpstream();
   let run: { client: Client; calls: number } | undefined;
   process.on('message', (message: GatewayMessage) => {
     void (async () => {
@@ -59,14 +43,12 @@ async function peer(): Promise<void> {
         await run.client.close();
         send({ times });
       } else if ('exit' in message) {
-        for (const transport of transports.values()) await transport.close();
-        upstream.closeAllConnections();
-        upstream.close();
+        await upstream.close();
         process.disconnect();
       }
     })();
   });
-  send({ upstream: `http://127.0.0.1:${(upstream.address() as { port: number }).port}/mcp` });
+  send({ upstream: upstream.url });
 }
 
 /** This process: the gateway alone; CPU time of the process and of its main thread over the measured calls. */

@@ -54,26 +54,8 @@ export async function benchMcpToolsCall(opts: McpBenchOptions = {}): Promise<Mcp
   const warmup = opts.warmup ?? 500;
   const block = Math.max(1, Math.min(opts.block ?? 50, calls));
   const key = `bench-${randomUUID()}-${randomUUID()}`;
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  const upstream = createServer((request, response) => {
-    const id = request.headers['mcp-session-id'];
-    const existing = typeof id === 'string' ? transports.get(id) : undefined;
-    if (existing !== undefined) {
-      void existing.handleRequest(request, response);
-      return;
-    }
-    const server = new McpServer({ name: 'bench', version: '1' });
-    server.registerTool('echo', { inputSchema: { message: z.string() } }, async ({ message }) => ({ content: [{ type: 'text', text: message }] }));
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (sessionId) => {
-        transports.set(sessionId, transport);
-      },
-    });
-    void server.connect(transport).then(() => transport.handleRequest(request, response));
-  });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}/mcp`;
+  const upstream = await startEchoUpstream();
+  const upstreamUrl = upstream.url;
   const dir = mkdtempSync(join(tmpdir(), 'aigw-bench-mcp-'));
   const statePath = join(dir, 'state.yaml');
   writeFileSync(statePath, dump({ apiKeys: [{ id: 'bench', key }], egress: { allow: ['127.0.0.0/8'], clientAllow: [] }, mcpServers: [{ name: 'bench', url: upstreamUrl }] }));
@@ -123,11 +105,40 @@ export async function benchMcpToolsCall(opts: McpBenchOptions = {}): Promise<Mcp
   } finally {
     for (const client of clients) await client.close();
     await gateway.close({ timeoutMs: 1000 });
-    for (const transport of transports.values()) await transport.close();
-    upstream.closeAllConnections();
-    upstream.close();
+    await upstream.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** An SDK McpServer with an echo tool over Streamable HTTP on 127.0.0.1 (one per session), for the MCP benches. */
+export async function startEchoUpstream(): Promise<{ url: string; close: () => Promise<void> }> {
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const upstream = createServer((request, response) => {
+    const id = request.headers['mcp-session-id'];
+    const existing = typeof id === 'string' ? transports.get(id) : undefined;
+    if (existing !== undefined) {
+      void existing.handleRequest(request, response);
+      return;
+    }
+    const server = new McpServer({ name: 'bench', version: '1' });
+    server.registerTool('echo', { inputSchema: { message: z.string() } }, async ({ message }) => ({ content: [{ type: 'text', text: message }] }));
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (sessionId) => {
+        transports.set(sessionId, transport);
+      },
+    });
+    void server.connect(transport).then(() => transport.handleRequest(request, response));
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(upstream.address() as { port: number }).port}/mcp`,
+    async close() {
+      for (const transport of transports.values()) await transport.close();
+      upstream.closeAllConnections();
+      upstream.close();
+    },
+  };
 }
 
 /** The result as the markdown table docs/mcp.md quotes. */

@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { CounterStoreUnavailableError } from '../errors.ts';
 import { FailFastRedis, type RedisConnection } from '../redis/fail-fast-redis.ts';
+import { BudgetLeases, type LeaseAsk, type LeaseRelease, type LeaseSettings } from './budget-leases.ts';
 import { assertAmount, type BudgetReservation, type BudgetSettlement, type BudgetStore, type ReserveOutcome, type SettleOutcome } from './budget-store.ts';
 
 // Budget counters in Redis, shared by every gateway replica: one hash per (policy, period,
@@ -55,6 +57,52 @@ end
 return out
 `;
 
+// A lease (budget-leases.ts) is a reservation under the replica's lease token that grows.
+// KEYS: the counter; ARGV: limit, want, minimum, divisor, ttl, lease token. Grants
+// min(want, free / divisor) when that is at least the minimum, else nothing: {granted, used}.
+export const LEASE_LUA = `
+local used = tonumber(redis.call('HGET', KEYS[1], 'u') or '0')
+local grant = math.min(tonumber(ARGV[2]), math.floor((tonumber(ARGV[1]) - used) / tonumber(ARGV[4])))
+if grant < tonumber(ARGV[3]) or grant <= 0 then return {0, used} end
+used = redis.call('HINCRBY', KEYS[1], 'u', grant)
+redis.call('HINCRBY', KEYS[1], 'r:' .. ARGV[6], grant)
+local ttl = tonumber(ARGV[5])
+if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
+return {grant, used}
+`;
+
+// Settles requests admitted from a lease, and gives unused lease back (actual 0).
+// KEYS: counters; ARGV per key: actual, taken (what the request took from the lease), ttl,
+// alertAt; then the lease token. Takes at most what the lease still holds in Redis.
+export const SETTLE_LEASED_LUA = `
+local out = {}
+local field = 'r:' .. ARGV[#KEYS * 4 + 1]
+for i = 1, #KEYS do
+  local held = tonumber(redis.call('HGET', KEYS[i], field) or '0')
+  local taken = math.min(tonumber(ARGV[i * 4 - 2]), held)
+  if taken > 0 then
+    if taken >= held then redis.call('HDEL', KEYS[i], field) else redis.call('HINCRBY', KEYS[i], field, -taken) end
+  else
+    taken = 0
+  end
+  local actual = tonumber(ARGV[i * 4 - 3])
+  local ttl = tonumber(ARGV[i * 4 - 1])
+  local alertAt = tonumber(ARGV[i * 4])
+  local used = redis.call('HINCRBY', KEYS[i], 'u', actual - taken)
+  if used < 0 then redis.call('HSET', KEYS[i], 'u', 0); used = 0 end
+  local spent = redis.call('HINCRBY', KEYS[i], 's', actual)
+  local crossed = 0
+  if alertAt >= 0 and actual > 0 and spent >= alertAt and spent - actual < alertAt then
+    crossed = redis.call('HSETNX', KEYS[i], 'a', 1)
+  end
+  if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) end
+  out[#out + 1] = used
+  out[#out + 1] = spent
+  out[#out + 1] = crossed
+end
+return out
+`;
+
 // KEYS: counters; ARGV: the request's token. Undoes a reservation whose answer was lost.
 const CANCEL_LUA = `
 local field = 'r:' .. ARGV[1]
@@ -73,12 +121,16 @@ interface BudgetScripts {
   aigwBudgetReserve(...args: string[]): Promise<number[]>;
   aigwBudgetSettle(...args: string[]): Promise<number[]>;
   aigwBudgetCancel(...args: string[]): Promise<number>;
+  aigwBudgetLease(...args: string[]): Promise<number[]>;
+  aigwBudgetSettleLeased(...args: string[]): Promise<number[]>;
 }
 
 /** A settlement waiting to ride with the next reservation. */
 interface PendingSettle {
-  /** numkeys, keys, per key actual/ttl/alertAt, token. */
+  /** numkeys, keys, per key actual/ttl/alertAt (leased: actual/taken/ttl/alertAt), token. */
   readonly args: string[];
+  /** Settles from the replica's lease (SETTLE_LEASED_LUA), or a lease given back. */
+  readonly leased: boolean;
   readonly resolve: (reply: number[]) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -98,6 +150,8 @@ export interface RedisBudgetStoreOptions {
   /** Prepended to every key (tests isolate runs with it). */
   readonly keyPrefix?: string;
   readonly commandTimeoutMs?: number;
+  /** Admit from leases (budget-leases.ts; default on), with these settings; false: a round trip per request. */
+  readonly leases?: Partial<LeaseSettings> | false;
 }
 
 export class RedisBudgetStore implements BudgetStore {
@@ -105,9 +159,17 @@ export class RedisBudgetStore implements BudgetStore {
   readonly #prefix: string;
   #pending: PendingSettle[] = [];
   #flushTimer: NodeJS.Timeout | undefined;
+  readonly #leases: BudgetLeases | undefined;
+  /** This replica's leases are recorded in Redis under it (r:<token>), like a request's reservation. */
+  readonly #leaseToken = `lease-${randomUUID()}`;
+  #sweepTimer: NodeJS.Timeout | undefined;
+  /** Lease asks awaiting Redis's answer (close waits for them, then gives every lease back). */
+  readonly #asking = new Set<Promise<void>>();
+  #closing = false;
 
   constructor(options: RedisBudgetStoreOptions) {
     this.#prefix = options.keyPrefix ?? 'aigw:';
+    this.#leases = options.leases === false ? undefined : new BudgetLeases(options.leases ?? {});
     this.#redis = new FailFastRedis<BudgetScripts>({
       connection: options.connection,
       url: options.url,
@@ -118,6 +180,8 @@ export class RedisBudgetStore implements BudgetStore {
         aigwBudgetReserve: { lua: RESERVE_LUA },
         aigwBudgetSettle: { lua: SETTLE_LUA },
         aigwBudgetCancel: { lua: CANCEL_LUA },
+        aigwBudgetLease: { lua: LEASE_LUA },
+        aigwBudgetSettleLeased: { lua: SETTLE_LEASED_LUA },
       },
       unavailable: (message, errorOptions) => new CounterStoreUnavailableError(message, errorOptions),
     });
@@ -125,6 +189,16 @@ export class RedisBudgetStore implements BudgetStore {
 
   async reserve(reservations: readonly BudgetReservation[], token: string): Promise<ReserveOutcome> {
     if (reservations.length === 0) return { admitted: true, used: [] };
+    const leases = this.#leases;
+    if (leases !== undefined) {
+      const used = leases.take(reservations, token, Date.now());
+      if (used !== undefined) {
+        this.#askLeases(leases, reservations, undefined);
+        return { admitted: true, used };
+      }
+      // Not covered: this replica's unused leases go back ahead of the reservation (same write).
+      for (const release of leases.releaseFor(reservations)) this.#enqueue(this.#release(release));
+    }
     const args = [String(reservations.length)];
     for (const item of reservations) args.push(this.#prefix + item.key);
     for (const item of reservations) {
@@ -133,26 +207,28 @@ export class RedisBudgetStore implements BudgetStore {
     }
     args.push(token);
     const reply = (await this.#send(this.#takePending(), args)) as number[];
-    if (reply[0] === 1) return { admitted: true, used: reply.slice(1).map(Number) };
+    if (reply[0] === 1) {
+      const used = reply.slice(1).map(Number);
+      if (leases !== undefined) this.#askLeases(leases, reservations, used);
+      return { admitted: true, used };
+    }
     return { admitted: false, index: Number(reply[1]) - 1, used: Number(reply[2]) };
   }
 
   /** Resolves once Redis applied the settlement: with the next reservation, or alone within SETTLE_DELAY_MS. */
   async settle(settlements: readonly BudgetSettlement[], token: string): Promise<SettleOutcome[]> {
     if (settlements.length === 0) return [];
+    const taken = this.#leases?.settled(token);
     const args = [String(settlements.length)];
     for (const item of settlements) args.push(this.#prefix + item.key);
     for (const item of settlements) {
       assertAmount(item.actual, 'actual');
-      args.push(String(item.actual), String(item.ttlSeconds), String(item.alertAt));
+      if (taken === undefined) args.push(String(item.actual), String(item.ttlSeconds), String(item.alertAt));
+      else args.push(String(item.actual), String(taken.find((reserved) => reserved.key === item.key)?.amount ?? 0), String(item.ttlSeconds), String(item.alertAt));
     }
-    args.push(token);
-    const reply = await new Promise<number[]>((resolve, reject) => {
-      this.#pending.push({ args, resolve, reject });
-      if (this.#pending.length >= MAX_PENDING_SETTLES) this.#flush();
-      // Not unref'd: a process whose loop empties still sends what it owes before exiting.
-      else this.#flushTimer ??= setTimeout(() => this.#flush(), SETTLE_DELAY_MS);
-    });
+    args.push(taken === undefined ? token : this.#leaseToken);
+    const reply = await new Promise<number[]>((resolve, reject) => this.#enqueue({ args, leased: taken !== undefined, resolve, reject }));
+    if (this.#leases !== undefined) settlements.forEach((item, index) => this.#leases?.observe(item.key, Number(reply[index * 3])));
     return settlements.map((_, index) => ({
       used: Number(reply[index * 3]),
       spent: Number(reply[index * 3 + 1]),
@@ -201,9 +277,51 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   async close(): Promise<void> {
+    this.#closing = true;
+    if (this.#sweepTimer !== undefined) clearInterval(this.#sweepTimer);
+    await Promise.all(this.#asking);
+    for (const release of this.#leases?.releaseAll() ?? []) this.#pending.push(this.#release(release));
     // Waiting settlements go out before the connection closes (their failures are the callers').
     await this.#send(this.#takePending()).catch(() => undefined);
     await this.#redis.close();
+  }
+
+  #enqueue(pending: PendingSettle): void {
+    this.#pending.push(pending);
+    if (this.#pending.length >= MAX_PENDING_SETTLES) this.#flush();
+    // Not unref'd: a process whose loop empties still sends what it owes before exiting.
+    else this.#flushTimer ??= setTimeout(() => this.#flush(), SETTLE_DELAY_MS);
+  }
+
+  /** Unused lease given back: a leased settlement of nothing (its failure leaves it counted: conservative). */
+  #release(release: LeaseRelease): PendingSettle {
+    const args = ['1', this.#prefix + release.key, '0', String(release.amount), String(release.ttlSeconds), '-1', this.#leaseToken];
+    return { args, leased: true, resolve: ignore, reject: ignore };
+  }
+
+  /** Asks Redis for the leases worth having after this request; off the request's path. */
+  #askLeases(leases: BudgetLeases, reservations: readonly BudgetReservation[], used: readonly number[] | undefined): void {
+    if (this.#closing) return;
+    const asks = leases.asks(reservations, used, Date.now());
+    for (const ask of asks) this.#askLease(leases, ask);
+  }
+
+  #askLease(leases: BudgetLeases, ask: LeaseAsk): void {
+    const args = ['1', this.#prefix + ask.key, String(ask.limit), String(ask.want), String(ask.minimum), String(leases.settings.divisor), String(ask.ttlSeconds), this.#leaseToken];
+    const asked = this.#redis.call((client) => client.aigwBudgetLease(...args)).then(
+      (reply) => {
+        leases.granted(ask, Number(reply[0]), Number(reply[1]), Date.now());
+        if (Number(reply[0]) > 0 && !this.#closing) this.#sweepTimer ??= setInterval(() => this.#sweep(leases), leases.settings.idleMs).unref();
+      },
+      // A lease lost to a timeout after Redis granted it stays counted (conservative).
+      () => leases.failed(ask, Date.now()),
+    );
+    this.#asking.add(asked);
+    void asked.finally(() => this.#asking.delete(asked));
+  }
+
+  #sweep(leases: BudgetLeases): void {
+    for (const release of leases.idle(Date.now())) this.#enqueue(this.#release(release));
   }
 
   #takePending(): PendingSettle[] {
@@ -236,7 +354,7 @@ export class RedisBudgetStore implements BudgetStore {
           // the reservation's caller has gone on: it is not that request's work.
           const applied = reserve === undefined ? (settle: PendingSettle, reply: number[]) => settle.resolve(reply) : handBackLater;
           const settled = settles.map((settle) =>
-            client.aigwBudgetSettle(...settle.args).then(
+            (settle.leased ? client.aigwBudgetSettleLeased(...settle.args) : client.aigwBudgetSettle(...settle.args)).then(
               (reply) => applied(settle, reply),
               (cause: unknown) => settle.reject(unavailable(cause)),
             ),
@@ -255,6 +373,8 @@ export class RedisBudgetStore implements BudgetStore {
     }
   }
 }
+
+function ignore(): void {}
 
 function handBackLater(settle: PendingSettle, reply: number[]): void {
   setImmediate(settle.resolve, reply);

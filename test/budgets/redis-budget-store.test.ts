@@ -3,40 +3,11 @@
 // alone within milliseconds, and on close), failures in the store's error shape, and the
 // shared connection's auto-pipeline left to the other stores.
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { RedisBudgetStore } from '../../proxy/budgets/redis-budget-store.ts';
 import { openRedisConnection } from '../../proxy/redis/fail-fast-redis.ts';
-import { admin, PREFIX, REDIS_URL, rejection, silentServer, skip } from '../helpers/redis-test-kit.ts';
-
-/** A TCP proxy to Redis that records each chunk the client side sends. */
-async function recordingProxy(): Promise<{ url: string; sent: string[]; close(): void }> {
-  const target = new URL(REDIS_URL);
-  const sent: string[] = [];
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port || 6379), target.hostname);
-    sockets.add(client).add(upstream);
-    client.on('data', (chunk: Buffer) => sent.push(chunk.toString('latin1')));
-    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
-      a.on('error', () => b.destroy());
-      a.on('close', () => b.destroy());
-      a.pipe(b);
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  assert.ok(address !== null && typeof address === 'object');
-  return {
-    url: `redis://127.0.0.1:${address.port}`,
-    sent,
-    close() {
-      for (const socket of sockets) socket.destroy();
-      server.close();
-    },
-  };
-}
+import { admin, PREFIX, recordingProxy, REDIS_URL, rejection, silentServer, skip } from '../helpers/redis-test-kit.ts';
 
 const counter = (name: string): string => `{budget}:store-test:${name}:${process.pid}`;
 
@@ -99,7 +70,7 @@ describe('RedisBudgetStore on the wire', { skip }, () => {
     const connection = openRedisConnection(REDIS_URL);
     const store = new RedisBudgetStore({ connection });
     try {
-      assert.deepEqual(connection.client.options.autoPipeliningIgnoredCommands, ['aigwBudgetReserve', 'aigwBudgetSettle', 'aigwBudgetCancel']);
+      assert.deepEqual(connection.client.options.autoPipeliningIgnoredCommands, ['aigwBudgetReserve', 'aigwBudgetSettle', 'aigwBudgetCancel', 'aigwBudgetLease', 'aigwBudgetSettleLeased']);
       assert.equal(connection.client.options.enableAutoPipelining, true);
       const other = new Redis(REDIS_URL, { lazyConnect: true });
       assert.deepEqual(other.options.autoPipeliningIgnoredCommands, [], "ioredis's shared default array is not modified");

@@ -85,3 +85,31 @@ export async function cuttableProxy(target: URL = new URL(REDIS_URL)): Promise<{
     },
   };
 }
+
+/** A TCP proxy to Redis that records each chunk the client side sends. */
+export async function recordingProxy(): Promise<{ url: string; sent: string[]; close(): void }> {
+  const target = new URL(REDIS_URL);
+  const sent: string[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 6379), target.hostname);
+    sockets.add(client).add(upstream);
+    client.on('data', (chunk: Buffer) => sent.push(chunk.toString('latin1')));
+    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+      a.on('error', () => b.destroy());
+      a.on('close', () => b.destroy());
+      a.pipe(b);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  assert.ok(address !== null && typeof address === 'object');
+  return {
+    url: `redis://127.0.0.1:${address.port}`,
+    sent,
+    close() {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}

@@ -43,6 +43,8 @@ Commands:
                --metrics-port <n>    serve /metrics on this port instead of --port (env AIGATEWAY_METRICS_PORT)
                --redis-url <url>     shared rate-limit counters and response cache (env REDIS_URL; default: in memory)
                --ratelimit-fail-mode open|closed  when Redis fails (env AIGATEWAY_RATELIMIT_FAIL_MODE, default open)
+               --budget-leases on|off  with Redis, admit budgeted requests from leases reserved ahead (on) or reserve
+                                     in Redis per request (off) (env AIGATEWAY_BUDGET_LEASES, default on; docs/budgets.md)
                --database-url <url>  PostgreSQL for gateway-managed files and batches, shared by replicas
                                      (env DATABASE_URL; default: SQLite in the data dir)
                --log-store sqlite|postgres|off  request log store behind GET /v1/logs (env AIGATEWAY_LOG_STORE,
@@ -143,6 +145,7 @@ async function serve(args: string[]): Promise<number> {
       'drain-timeout-ms': { type: 'string' },
       'shutdown-delay-ms': { type: 'string' },
       'ratelimit-fail-mode': { type: 'string' },
+      'budget-leases': { type: 'string' },
       'control-plane-url': { type: 'string' },
       'database-url': { type: 'string' },
       'batch-concurrency': { type: 'string' },
@@ -170,6 +173,8 @@ async function serve(args: string[]): Promise<number> {
   const failMode = pick(values['ratelimit-fail-mode'], 'AIGATEWAY_RATELIMIT_FAIL_MODE', 'open');
   if (failMode !== 'open' && failMode !== 'closed') throw new UsageError(`ratelimit-fail-mode must be open or closed, got "${failMode}"`);
   const redisUrl = pick(values['redis-url'], 'REDIS_URL');
+  const budgetLeases = pick(values['budget-leases'], 'AIGATEWAY_BUDGET_LEASES', 'on');
+  if (budgetLeases !== 'on' && budgetLeases !== 'off') throw new UsageError(`budget-leases must be on or off, got "${budgetLeases}"`);
   ensureWritableDataDir(dataDir);
   const policyStore = await FilePolicyStore.open(join(dataDir, 'rate-limit-policies.json'));
   const usageLimitStore = await FileUsageLimitStore.open(join(dataDir, 'usage-limit-policies.json'));
@@ -178,7 +183,7 @@ async function serve(args: string[]): Promise<number> {
   ensureGatewayApiKey(resolve(configPath), env);
 
   const metrics = createGatewayMetrics();
-  const redis = redisUrl === undefined ? undefined : await redisStoresOf(redisUrl);
+  const redis = redisUrl === undefined ? undefined : await redisStoresOf(redisUrl, budgetLeases === 'on');
   const controlPlaneUrl = pick(values['control-plane-url'], 'AIGATEWAY_CONTROL_PLANE_URL');
   const controlPlane = await controlPlaneOf(controlPlaneUrl);
   // In a cluster the console's replicas and custom resources come from the operator too.
@@ -333,7 +338,7 @@ async function controlPlaneOf(url: string | undefined): Promise<typeof controlPl
  * Rate-limit counters, the response cache and the semantic index on one Redis connection;
  * the stores' close leaves it open, `connection.close()` after theirs ends it.
  */
-async function redisStoresOf(url: string) {
+async function redisStoresOf(url: string, budgetLeases: boolean) {
   const [{ openRedisConnection }, { RedisCounterStore }, { RedisResponseCache }, { RedisSemanticIndex }, { RedisBudgetStore }] = await Promise.all([
     import('../proxy/redis/fail-fast-redis.ts'),
     import('../proxy/ratelimit/redis-counter-store.ts'),
@@ -345,7 +350,7 @@ async function redisStoresOf(url: string) {
   return {
     connection,
     counterStore: new RedisCounterStore({ connection }),
-    budgetStore: new RedisBudgetStore({ connection }),
+    budgetStore: new RedisBudgetStore({ connection, leases: budgetLeases ? {} : false }),
     cacheStore: new RedisResponseCache({ connection }),
     semanticIndex: new RedisSemanticIndex({ connection }),
   };

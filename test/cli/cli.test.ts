@@ -98,6 +98,9 @@ describe('aigateway validate', () => {
     assert.equal((await run(['frobnicate'])).code, 2);
     assert.equal((await run(['validate'])).code, 2);
     assert.equal((await run(['serve'])).code, 2);
+    const leases = await run(['serve', '--config', join(ROOT, 'gateway.example.yaml'), '--budget-leases', 'sometimes']);
+    assert.equal(leases.code, 2);
+    assert.match(leases.stderr, /budget-leases must be on or off, got "sometimes"/);
   });
 });
 

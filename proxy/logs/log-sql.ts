@@ -235,7 +235,8 @@ export function statsFromRow(row: SummaryRow): SummaryStats {
  * PostgreSQL refuses in text and jsonb, failing a whole batch) become U+FFFD.
  */
 export function cleanText(text: string): string {
-  return text.toWellFormed().replaceAll('\u0000', '\uFFFD');
+  // Nearly every string needs neither change: testing is ~3x cheaper than rebuilding.
+  return text.isWellFormed() && !text.includes('\u0000') ? text : text.toWellFormed().replaceAll('\u0000', '\uFFFD');
 }
 
 function cleanJson(value: unknown): unknown {

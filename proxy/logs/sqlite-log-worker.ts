@@ -1,6 +1,6 @@
-import type { RequestRecord } from '../observability/request-record.ts';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteDriver } from '../sql/sqlite-driver.ts';
+import { decodeBatch } from './log-batch-codec.ts';
 import { RequestLogCursorError } from './request-log-store.ts';
 import { SqlLogStore } from './sql-log-store.ts';
 import type { WorkerReply, WorkerRequest } from './sqlite-log-store.ts';
@@ -32,7 +32,7 @@ async function run(request: WorkerRequest): Promise<unknown> {
     case 'ready':
       return 'ready';
     case 'insertMany':
-      return store.insertMany(JSON.parse(request.json) as RequestRecord[]);
+      return store.insertMany(decodeBatch(request.batch));
     case 'query':
       return store.query(request.filter, request.after, request.limit);
     case 'get':

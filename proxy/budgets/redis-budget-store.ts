@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { CounterStoreUnavailableError } from '../errors.ts';
 import { FailFastRedis, type RedisConnection } from '../redis/fail-fast-redis.ts';
 import { BudgetLeases, type LeaseAsk, type LeaseRelease, type LeaseSettings } from './budget-leases.ts';
+import { LeasedSettlements, type PendingSettle } from './leased-settlements.ts';
 import { assertAmount, type BudgetReservation, type BudgetSettlement, type BudgetStore, type ReserveOutcome, type SettleOutcome } from './budget-store.ts';
 
 // Budget counters in Redis, shared by every gateway replica: one hash per (policy, period,
@@ -125,15 +126,6 @@ interface BudgetScripts {
   aigwBudgetSettleLeased(...args: string[]): Promise<number[]>;
 }
 
-/** A settlement waiting to ride with the next reservation. */
-interface PendingSettle {
-  /** numkeys, keys, per key actual/ttl/alertAt (leased: actual/taken/ttl/alertAt), token. */
-  readonly args: string[];
-  /** Settles from the replica's lease (SETTLE_LEASED_LUA), or a lease given back. */
-  readonly leased: boolean;
-  readonly resolve: (reply: number[]) => void;
-  readonly reject: (error: unknown) => void;
-}
 
 // One round trip per request. A settlement is sent in the same write as the next reservation
 // (settlements first, so refunds land before the check), or alone after SETTLE_DELAY_MS when
@@ -158,6 +150,7 @@ export class RedisBudgetStore implements BudgetStore {
   readonly #redis: FailFastRedis<BudgetScripts>;
   readonly #prefix: string;
   #pending: PendingSettle[] = [];
+  readonly #leased = new LeasedSettlements();
   #flushTimer: NodeJS.Timeout | undefined;
   readonly #leases: BudgetLeases | undefined;
   /** This replica's leases are recorded in Redis under it (r:<token>), like a request's reservation. */
@@ -197,7 +190,7 @@ export class RedisBudgetStore implements BudgetStore {
         return { admitted: true, used };
       }
       // Not covered: this replica's unused leases go back ahead of the reservation (same write).
-      for (const release of leases.releaseFor(reservations)) this.#enqueue(this.#release(release));
+      for (const release of leases.releaseFor(reservations)) this.#release(release);
     }
     const args = [String(reservations.length)];
     for (const item of reservations) args.push(this.#prefix + item.key);
@@ -218,16 +211,25 @@ export class RedisBudgetStore implements BudgetStore {
   /** Resolves once Redis applied the settlement: with the next reservation, or alone within SETTLE_DELAY_MS. */
   async settle(settlements: readonly BudgetSettlement[], token: string): Promise<SettleOutcome[]> {
     if (settlements.length === 0) return [];
+    for (const item of settlements) assertAmount(item.actual, 'actual');
     const taken = this.#leases?.settled(token);
+    if (taken !== undefined) {
+      const outcomes = settlements.map((item) =>
+        this.#leased.add(this.#prefix + item.key, item.actual, taken.find((reserved) => reserved.key === item.key)?.amount ?? 0, item.ttlSeconds, item.alertAt),
+      );
+      this.#written();
+      const settled = await Promise.all(outcomes);
+      settlements.forEach((item, index) => this.#leases?.observe(item.key, (settled[index] as SettleOutcome).used));
+      return settled;
+    }
     const args = [String(settlements.length)];
     for (const item of settlements) args.push(this.#prefix + item.key);
-    for (const item of settlements) {
-      assertAmount(item.actual, 'actual');
-      if (taken === undefined) args.push(String(item.actual), String(item.ttlSeconds), String(item.alertAt));
-      else args.push(String(item.actual), String(taken.find((reserved) => reserved.key === item.key)?.amount ?? 0), String(item.ttlSeconds), String(item.alertAt));
-    }
-    args.push(taken === undefined ? token : this.#leaseToken);
-    const reply = await new Promise<number[]>((resolve, reject) => this.#enqueue({ args, leased: taken !== undefined, resolve, reject }));
+    for (const item of settlements) args.push(String(item.actual), String(item.ttlSeconds), String(item.alertAt));
+    args.push(token);
+    const reply = await new Promise<number[]>((resolve, reject) => {
+      this.#pending.push({ args, leased: false, resolve, reject });
+      this.#written();
+    });
     if (this.#leases !== undefined) settlements.forEach((item, index) => this.#leases?.observe(item.key, Number(reply[index * 3])));
     return settlements.map((_, index) => ({
       used: Number(reply[index * 3]),
@@ -280,23 +282,23 @@ export class RedisBudgetStore implements BudgetStore {
     this.#closing = true;
     if (this.#sweepTimer !== undefined) clearInterval(this.#sweepTimer);
     await Promise.all(this.#asking);
-    for (const release of this.#leases?.releaseAll() ?? []) this.#pending.push(this.#release(release));
+    for (const release of this.#leases?.releaseAll() ?? []) this.#leased.release(this.#prefix + release.key, release.amount, release.ttlSeconds);
     // Waiting settlements go out before the connection closes (their failures are the callers').
     await this.#send(this.#takePending()).catch(() => undefined);
     await this.#redis.close();
   }
 
-  #enqueue(pending: PendingSettle): void {
-    this.#pending.push(pending);
-    if (this.#pending.length >= MAX_PENDING_SETTLES) this.#flush();
+  /** Something waits to be written: at once beyond MAX_PENDING_SETTLES, else within SETTLE_DELAY_MS. */
+  #written(): void {
+    if (this.#pending.length + this.#leased.waiting >= MAX_PENDING_SETTLES) this.#flush();
     // Not unref'd: a process whose loop empties still sends what it owes before exiting.
     else this.#flushTimer ??= setTimeout(() => this.#flush(), SETTLE_DELAY_MS);
   }
 
-  /** Unused lease given back: a leased settlement of nothing (its failure leaves it counted: conservative). */
-  #release(release: LeaseRelease): PendingSettle {
-    const args = ['1', this.#prefix + release.key, '0', String(release.amount), String(release.ttlSeconds), '-1', this.#leaseToken];
-    return { args, leased: true, resolve: ignore, reject: ignore };
+  /** Unused lease given back with the next write (its failure leaves it counted: conservative). */
+  #release(release: LeaseRelease): void {
+    this.#leased.release(this.#prefix + release.key, release.amount, release.ttlSeconds);
+    this.#written();
   }
 
   /** Asks Redis for the leases worth having after this request; off the request's path. */
@@ -321,7 +323,7 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   #sweep(leases: BudgetLeases): void {
-    for (const release of leases.idle(Date.now())) this.#enqueue(this.#release(release));
+    for (const release of leases.idle(Date.now())) this.#release(release);
   }
 
   #takePending(): PendingSettle[] {
@@ -329,9 +331,10 @@ export class RedisBudgetStore implements BudgetStore {
       clearTimeout(this.#flushTimer);
       this.#flushTimer = undefined;
     }
+    const leased = this.#leased.drain(this.#leaseToken);
     const pending = this.#pending;
     if (pending.length > 0) this.#pending = [];
-    return pending;
+    return leased === undefined ? pending : [...pending, leased];
   }
 
   #flush(): void {
@@ -373,8 +376,6 @@ export class RedisBudgetStore implements BudgetStore {
     }
   }
 }
-
-function ignore(): void {}
 
 function handBackLater(settle: PendingSettle, reply: number[]): void {
   setImmediate(settle.resolve, reply);

@@ -62,6 +62,29 @@ describe('RedisBudgetStore leases', { skip }, () => {
     }
   });
 
+  test('leased requests that end together are settled in one script call; exactly one of them is told it crossed the alert threshold', async () => {
+    const proxy = await recordingProxy();
+    try {
+      // A lease of 64 reservations: twenty requests leave it above half (no top-up in the write).
+      const store = open({ url: proxy.url, leases: { requests: 64 } });
+      await store.connect(2_000);
+      const key = counter('together');
+      await store.reserve(reserve(key, 1_000_000, 100), 'together-first');
+      await leaseGranted(key);
+      for (let i = 0; i < 20; i++) assert.ok((await store.reserve(reserve(key, 1_000_000, 100), `together-${i}`)).admitted);
+      proxy.sent.length = 0;
+      const ended = Array.from({ length: 20 }, (_, i) => store.settle([{ key, actual: 100, ttlSeconds: 60, alertAt: 1_050 }], `together-${i}`));
+      const outcomes = (await Promise.all(ended)).map(([outcome]) => outcome as { spent: number; crossed: boolean });
+      assert.equal(proxy.sent.length, 1, `one write: ${JSON.stringify(proxy.sent)}`);
+      assert.equal(proxy.sent.join('').split(/\r\n(?:evalsha|eval)\r\n/i).length - 1, 1, 'one script call');
+      assert.deepEqual(outcomes.map((outcome) => outcome.spent), Array.from({ length: 20 }, (_, i) => (i + 1) * 100));
+      assert.deepEqual(outcomes.flatMap((outcome, i) => (outcome.crossed ? [i] : [])), [10], 'the eleventh crossed 1,050');
+      assert.deepEqual(await admin.hmget(PREFIX + key, 's', 'a'), ['2000', '1']);
+    } finally {
+      proxy.close();
+    }
+  });
+
   test('a replica does not refuse for budget its own lease holds: it spends the limit exactly, then refuses', async () => {
     const store = open();
     const key = counter('exact');

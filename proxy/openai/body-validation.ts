@@ -4,6 +4,7 @@
 
 import type { z } from 'zod';
 import { GatewayError } from '../errors.ts';
+import { chatBodyClearlyValid } from './chat-body-fast-check.ts';
 import { chatCompletionsBodySchema } from './chat-completions-body.ts';
 import { completionsBodySchema } from './completions-body.ts';
 import { embeddingsBodySchema } from './embeddings-body.ts';
@@ -40,6 +41,8 @@ export function validateRequestBody(endpoint: InferenceEndpoint, body: unknown):
   // An endpoint outside the union (from untyped callers) has nothing to check.
   if (schema === undefined) return undefined;
   try {
+    // The common chat body is checked without zod; zod still decides (and words) everything else.
+    if (endpoint === 'chat.completions' && chatBodyClearlyValid(body as Record<string, unknown>)) return undefined;
     const result = schema.safeParse(body, PARSE_CONTEXT);
     if (result.success) return undefined;
     const issues = result.error.issues;

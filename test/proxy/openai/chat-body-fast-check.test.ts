@@ -1,0 +1,83 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { chatBodyClearlyValid } from '../../../proxy/openai/chat-body-fast-check.ts';
+import { chatCompletionsBodySchema } from '../../../proxy/openai/chat-completions-body.ts';
+import { LIMIT_VIOLATIONS, VALID_BODIES } from '../../fixtures/limits-violations.ts';
+
+// The fast check may only say "valid" where zod does; it should say so for common bodies.
+
+function zodAccepts(body: unknown): boolean {
+  return chatCompletionsBodySchema.safeParse(body).success;
+}
+
+const MESSAGE = { role: 'user', content: 'hi' };
+// Values each field is tried with: good ones, bad ones, edge ones.
+const POOL: readonly unknown[] = [
+  undefined, null, true, false, 0, -0, 1, 2, 3, -1, -2, -3, 0.5, 1.5, 128, 129, 2 ** 53, 2 ** 53 - 1, 2 ** 63, -(2 ** 63), 1e300, -1e300, 0.1,
+  '', 'x', 'auto', 'user', [], ['a'], ['a', 'b', 'c', 'd'], ['a', 'b', 'c', 'd', 'e'], [1], {}, { include_usage: true }, [MESSAGE], [{ role: 'robot' }],
+  [{ role: 'user', content: 5 }], [{ role: 'assistant' }], [{ role: 'tool', content: null }], [{ role: 'user', content: [{ type: 'text' }] }], [[MESSAGE]], [null],
+];
+const FIELDS = [
+  'model', 'messages', 'temperature', 'top_p', 'frequency_penalty', 'presence_penalty', 'logit_bias', 'n', 'logprobs', 'top_logprobs',
+  'max_tokens', 'max_completion_tokens', 'stop', 'stream', 'stream_options', 'seed', 'tools', 'tool_choice', 'user', 'other',
+];
+
+/** A small deterministic generator (no Math.random: the same bodies every run). */
+function generator(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+describe('chatBodyClearlyValid', () => {
+  it('says valid for the harness body and common shapes', () => {
+    const bodies = [
+      {
+        model: 'gpt-4o-mini',
+        messages: [
+          { role: 'system', content: 'You are a helpful assistant.' },
+          { role: 'user', content: 'Summarise the benefits of connection pooling.' },
+        ],
+        temperature: 0.2,
+        max_tokens: 128,
+      },
+      { model: 'm', messages: [MESSAGE], stream: true, stream_options: { include_usage: true }, user: 'u', seed: 42, stop: ['a'], n: 1 },
+      { model: 'm', messages: [{ role: 'assistant', content: null }, { role: 'user', content: [{ type: 'text', text: 'x' }] }], metadata: { a: 1 } },
+    ];
+    for (const body of bodies) {
+      assert.equal(chatBodyClearlyValid(body), true, JSON.stringify(body));
+      assert.equal(zodAccepts(body), true);
+    }
+  });
+
+  it('never says valid where zod refuses: the fixtures', () => {
+    for (const row of [...VALID_BODIES, ...LIMIT_VIOLATIONS]) {
+      if (row.endpoint !== 'chat.completions') continue;
+      const body = JSON.parse(JSON.stringify(row.body)) as Record<string, unknown>;
+      if (chatBodyClearlyValid(body)) assert.equal(zodAccepts(body), true, row.name);
+    }
+    for (const row of LIMIT_VIOLATIONS) if (row.endpoint === 'chat.completions') assert.equal(chatBodyClearlyValid(JSON.parse(JSON.stringify(row.body))), false, row.name);
+  });
+
+  it('never says valid where zod refuses: 20,000 generated bodies', () => {
+    const random = generator(32);
+    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
+    let fast = 0;
+    for (let index = 0; index < 20_000; index++) {
+      const body: Record<string, unknown> = { model: 'm', messages: [MESSAGE] };
+      const changes = 1 + Math.floor(random() * 3);
+      for (let change = 0; change < changes; change++) {
+        const value = pick(POOL);
+        const field = pick(FIELDS);
+        if (value === undefined) delete body[field];
+        else body[field] = value;
+      }
+      if (!chatBodyClearlyValid(body)) continue;
+      fast++;
+      assert.equal(zodAccepts(body), true, JSON.stringify(body));
+    }
+    assert.ok(fast > 1_000, `the fast path took only ${fast} bodies`);
+  });
+});

@@ -170,14 +170,15 @@ async function handleInference(
   body = usage.body;
   const signal = abortWhenClientLeaves(reply, context);
 
-  const hookContext = { endpoint, metadata: context.metadata, model: context.model };
   // No guardrails (the common case): no hook context, no promise.
-  const before = inputGuards.empty ? undefined : await checkInput(inputGuards, { ...hookContext, requestBody: body.value }, deps.guardrails, context);
+  const requestedModel = context.model;
+  const hookContext = inputGuards.empty ? undefined : { endpoint, metadata: context.metadata, model: requestedModel };
+  const before = hookContext === undefined ? undefined : await checkInput(inputGuards, { ...hookContext, requestBody: body.value }, deps.guardrails, context);
   if (before?.denied === true) return replyInputDenied(reply, before, ingress);
   if (before?.requestBody !== undefined) body = { value: before.requestBody, changed: true };
 
-  // No response cache wired: no lookup call and no promise.
-  const cache = deps.cache === undefined ? NO_CACHE_FLOW : await lookupCache(deps, selection, endpoint, ingress, body.value, usage.clientAsks, request, reply);
+  // No response cache wired, or none in the request's config: no lookup call and no promise.
+  const cache = !caches ? NO_CACHE_FLOW : await lookupCache(deps, selection, endpoint, ingress, body.value, usage.clientAsks, request, reply);
   if (cache.hit !== undefined) return cache.hit;
 
   const rawBody = bytesOf(body, request.rawBody);
@@ -192,7 +193,9 @@ async function handleInference(
 
   const outputGuards = mergeGuardrails(guardrailsOf(result.target.node, context.state), attached);
   const guarded = !inputGuards.empty || !outputGuards.empty;
-  const output = guarded ? outputGuardrails(outputGuards, before, { ...hookContext, requestBody: outgoing }, deps.guardrails, context, ingress) : undefined;
+  const output = guarded
+    ? outputGuardrails(outputGuards, before, { endpoint, metadata: context.metadata, model: requestedModel, requestBody: outgoing }, deps.guardrails, context, ingress)
+    : undefined;
   const observer = deps.cache === undefined || cache.flow === undefined ? undefined : cacheObserver(deps.cache, cache.flow, ingress, { provider: result.target.provider, model: context.model });
   // The answer as the client's protocol has it (the OpenAI-shaped ones: the provider's adapter as is).
   const adapter = ingress.answerAdapter(result.target, result.requestBody);
@@ -251,7 +254,8 @@ function withStreamUsage(ingress: IngressTranslator, body: OutgoingBody): { body
 /** A client that goes away must not keep the provider busy (and billing). */
 function abortWhenClientLeaves(reply: FastifyReply, context: RequestContext): AbortSignal {
   const controller = new AbortController();
-  reply.raw.once('close', () => {
+  // `on`, not `once`: 'close' comes once, and `once` wraps the listener in another closure.
+  reply.raw.on('close', () => {
     if (!reply.raw.writableFinished) {
       context.clientAborted = true;
       controller.abort();

@@ -252,7 +252,8 @@ function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): 
   }
   const settings = node.settings;
   const breaker = settings.cb_config;
-  const label = breaker === undefined && settings.retry === undefined ? '' : targetLabel(node, target, request);
+  // The breaker needs its label now; a retry only when it happens (no string per request).
+  const label = breaker === undefined ? '' : targetLabel(node, target, request);
   const forwardHeaders = settings.forward_headers === undefined ? request.forwardHeaders : [...request.forwardHeaders, ...settings.forward_headers];
 
   // No per-attempt bound and no request budget: the timeout step would pass undefined on.
@@ -314,7 +315,7 @@ function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): 
           discard,
           onRetry() {
             progress.retries++;
-            runtime.metrics.retries.inc({ target: label });
+            runtime.metrics.retries.inc({ target: label !== '' ? label : targetLabel(node, target, request) });
           },
         }),
     breaker === undefined

@@ -166,10 +166,17 @@ function notAllowed(model: string, allowed: ReadonlySet<string>): GatewayError {
   });
 }
 
+// A saved config's selection is the same object on every request (it lives as long as its snapshot).
+const savedSelections = new WeakMap<object, RouteSelection>();
+
 function savedConfig(id: string, state: GatewayState, key: GatewayApiKey | undefined): RouteSelection {
   const saved = state.configs.get(id);
   const limitedTo = key === undefined ? undefined : state.catalog.configWorkspaces.get(id);
-  if (saved !== undefined && usableBy(limitedTo, key)) return { plan: saved.plan, configId: saved.id };
+  if (saved !== undefined && usableBy(limitedTo, key)) {
+    let selection = savedSelections.get(saved);
+    if (selection === undefined) savedSelections.set(saved, (selection = Object.freeze({ plan: saved.plan, configId: saved.id })));
+    return selection;
+  }
   if (saved !== undefined) throw new GatewayError('AIGW_ERR_UNKNOWN_CONFIG', `No saved config with id "${id}".`, { param: HEADER.config });
   const issues = state.invalidConfigs.get(id);
   if (issues !== undefined) {

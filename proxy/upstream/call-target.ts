@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError } from '../errors.ts';
-import { readBodyBytes, readBodyPrefix, type BodyPrefix } from './read-body.ts';
+import { prefixBytes, readBodyBytes, readBodyPrefix, type BodyPrefix } from './read-body.ts';
 import { plainAnswerLimits, PREFIX_BYTES, reservePlainAnswerBytes } from './plain-answer-limits.ts';
 import { dispatcherFor } from './upstream-agent.ts';
 import { discard, guardedCall, upstreamFailure, secretsOfTarget, type GuardedResponse } from './guarded-call.ts';
@@ -93,7 +93,7 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
       body: plan.body ?? input.rawBody,
       signal: input.signal,
       upstream: target.provider,
-      secrets: secretsOfTarget(target),
+      secrets: targetSecrets(target),
       egressParam: 'custom_host',
       // Unset: the agent's long defaults (slow models stream for minutes).
       headersTimeoutMs: input.timeoutMs ?? AGENT_DEFAULT_TIMEOUT_MS,
@@ -104,8 +104,7 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
     if (status < 200 || status >= 300) {
       return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: undefined };
     }
-    const eventStream = /event-stream/i.test(String(response.headers['content-type'] ?? ''));
-    if (body['stream'] === true && (eventStream || target.adapter.createStreamTranslator !== undefined)) {
+    if (body['stream'] === true && (/event-stream/i.test(String(response.headers['content-type'] ?? '')) || target.adapter.createStreamTranslator !== undefined)) {
       // Nothing is sent to the client before the first chunk: a stream that breaks before it
       // is still a failure the strategy can retry or fall back from.
       await firstChunk(response.body);
@@ -120,7 +119,7 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
     if (!prefix.ended) {
       return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: { bytes: EMPTY, parsed: undefined, partial: prefix } };
     }
-    const bytes = await readBodyBytes(response.body, PREFIX_BYTES, undefined, prefix);
+    const bytes = prefixBytes(prefix);
     const parsed = parseJson(bytes);
     if (parsed === undefined && /json/i.test(String(response.headers['content-type'] ?? 'json'))) {
       const error = new GatewayError('AIGW_ERR_UPSTREAM_INVALID_RESPONSE', `${target.provider} answered ${status} with a body that is not valid JSON.`);
@@ -135,11 +134,20 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
   }
 }
 
+// A frozen plan's headers with nothing forwarded: merged once per plan (the plan is the
+// adapter's, made once per target), frozen too, so guardedCall knows its redactor by identity.
+const unforwarded = new WeakMap<Record<string, string>, Readonly<Record<string, string>>>();
+
 function withForwardedHeaders(
   planned: Record<string, string>,
   requestHeaders: IncomingHttpHeaders,
   names: readonly string[],
 ): Record<string, string> {
+  if (names.length === 0 && Object.isFrozen(planned)) {
+    let merged = unforwarded.get(planned);
+    if (merged === undefined) unforwarded.set(planned, (merged = Object.freeze({ 'accept-encoding': 'identity', ...planned })));
+    return merged as Record<string, string>;
+  }
   const headers: Record<string, string> = { 'accept-encoding': 'identity' };
   for (const name of names) {
     const lower = name.toLowerCase();
@@ -200,6 +208,16 @@ export async function completePlainAnswer(response: GuardedResponse, plain: Plai
     if (error instanceof GatewayError) throw new GatewayError(error.code, `${provider}: ${error.message} Larger answers are relayed only when nothing needs to parse them (no translation, no output guardrails).`);
     throw upstreamFailure(error, provider);
   }
+}
+
+// A target's secrets, found once per target (targets live as long as their snapshot); frozen,
+// so the array is the same on every call and keys guardedCall's redactor by identity.
+const secretsByTarget = new WeakMap<ResolvedTarget, readonly string[]>();
+
+function targetSecrets(target: ResolvedTarget): readonly string[] {
+  let secrets = secretsByTarget.get(target);
+  if (secrets === undefined) secretsByTarget.set(target, (secrets = Object.freeze(secretsOfTarget(target))));
+  return secrets;
 }
 
 function parseJson(bytes: Buffer): unknown {

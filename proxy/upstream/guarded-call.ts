@@ -238,8 +238,23 @@ function isCredentialHeader(name: string): boolean {
   return credential;
 }
 
+// Frozen headers (an adapter's plan made once per target) and the same secrets array: the
+// redactor is known by identity, without building the string key below.
+const redactorsByHeaders = new WeakMap<object, { readonly extra: ReadonlyArray<string | undefined> | undefined; readonly redact: (text: string) => string }>();
+
 /** The call's redactor, made once per distinct set of credentials (the key is length-prefixed: no two sets share it). */
 function redactorOf(headers: Readonly<Record<string, string>>, extra: ReadonlyArray<string | undefined> | undefined): (text: string) => string {
+  const frozen = Object.isFrozen(headers) && (extra === undefined || Object.isFrozen(extra));
+  if (frozen) {
+    const known = redactorsByHeaders.get(headers);
+    if (known !== undefined && known.extra === extra) return known.redact;
+  }
+  const redact = redactorByKey(headers, extra);
+  if (frozen) redactorsByHeaders.set(headers, { extra, redact });
+  return redact;
+}
+
+function redactorByKey(headers: Readonly<Record<string, string>>, extra: ReadonlyArray<string | undefined> | undefined): (text: string) => string {
   let key = '';
   for (const name in headers) {
     if (!isCredentialHeader(name)) continue;

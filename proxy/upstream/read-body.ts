@@ -130,6 +130,11 @@ export async function readBodyText(body: Body, limit: number): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** A prefix that was the whole body, as one buffer (what readBodyBytes returns for it, without a promise). */
+export function prefixBytes(prefix: BodyPrefix): Buffer {
+  return joined(prefix.chunks, prefix.size);
+}
+
 function joined(chunks: readonly Buffer[], size: number): Buffer {
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
 }

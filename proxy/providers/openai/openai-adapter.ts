@@ -17,19 +17,31 @@ export const OPENAI_ENDPOINT_PATHS: Readonly<Record<InferenceEndpoint, string>> 
   'messages.count_tokens': '/chat/completions',
 };
 
+// The client's bytes forwarded as they are: the plan depends on the target and the endpoint
+// alone, so it is made once per pair (targets live as long as their snapshot) and frozen —
+// no headers object, URL or credential string per request.
+const unchangedPlans = new WeakMap<ResolvedTarget, Partial<Record<InferenceEndpoint, UpstreamRequestPlan>>>();
+
+function planOf(target: ResolvedTarget, endpoint: InferenceEndpoint, body: string | undefined): UpstreamRequestPlan {
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...target.headers };
+  if (target.apiKey !== undefined && target.apiKey !== '') headers['authorization'] = `Bearer ${target.apiKey}`;
+  return { url: target.baseUrl + OPENAI_ENDPOINT_PATHS[endpoint], method: 'POST', headers, body };
+}
+
 export function openaiCompatibleAdapter(supported: ReadonlySet<InferenceEndpoint>): ProviderAdapter {
   return {
     family: 'openai',
     supportsEndpoint: (endpoint) => supported.has(endpoint),
     planRequest({ target, endpoint, body, bodyChanged }: PlanInput): UpstreamRequestPlan {
-      const headers: Record<string, string> = { 'content-type': 'application/json', ...target.headers };
-      if (target.apiKey !== undefined && target.apiKey !== '') headers['authorization'] = `Bearer ${target.apiKey}`;
-      return {
-        url: target.baseUrl + OPENAI_ENDPOINT_PATHS[endpoint],
-        method: 'POST',
-        headers,
-        body: bodyChanged ? JSON.stringify(body) : undefined,
-      };
+      if (bodyChanged) return planOf(target, endpoint, JSON.stringify(body));
+      let plans = unchangedPlans.get(target);
+      if (plans === undefined) unchangedPlans.set(target, (plans = {}));
+      let plan = plans[endpoint];
+      if (plan === undefined) {
+        const fresh = planOf(target, endpoint, undefined);
+        plan = plans[endpoint] = Object.freeze({ ...fresh, headers: Object.freeze(fresh.headers) });
+      }
+      return plan;
     },
     forward: forwardOpenAICompatible,
     normaliseError: normaliseProviderError,

@@ -3,11 +3,13 @@
 // {"budget":"on"} and not those sending {"budget":"off"} — same route, same body, same
 // headers' size — measured in interleaved closed-loop rounds. With --redis (REDIS_URL or
 // redis://127.0.0.1:6379) a second process keeps its budget counters in Redis, and through
-// every round a probe here times the call that process makes per request — its reservation
-// script, with the previous request's settlement in the same write, as EVALSHAs on one ioredis
-// connection, one call every PROBE_INTERVAL_MS, idle in between like a gateway between
-// requests — so the run says itself whether the Redis policy costs more than that one round
-// trip under the same load. The gateway's CPU per request comes from /proc.
+// every round a probe here times the call a per-request reservation would make — the
+// reservation script, with the previous request's settlement in the same write, as EVALSHAs
+// on one ioredis connection, one call every PROBE_INTERVAL_MS, idle in between like a gateway
+// between requests — so the run says itself whether the Redis policy costs more than that one
+// round trip under the same load (issue 30's yardstick; with leases, the default, the gateway
+// usually makes no call before forwarding). --no-leases runs the Redis gateway with
+// --budget-leases off. The gateway's CPU per request comes from /proc.
 //   node bench/budget-overhead.ts [--seconds 3] [--rounds 3] [--connections 8] [--redis]
 // `benchBudgetOverhead(options)` runs the same measurement for bench/run.ts and returns the rows.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -37,6 +39,8 @@ export interface BudgetOverheadOptions {
   readonly redis?: boolean;
   /** Default: REDIS_URL or redis://127.0.0.1:6379. */
   readonly redisUrl?: string;
+  /** The Redis gateway reserves per request (--budget-leases off) instead of from leases. */
+  readonly noLeases?: boolean;
 }
 
 export interface BudgetOverheadRow {
@@ -100,7 +104,7 @@ export async function benchBudgetOverhead(options: BudgetOverheadOptions = {}): 
     gateways.push({ name: 'memory', ...(await startGateway(dir, 'memory', withoutRedis as Record<string, string>)) });
     if (options.redis === true) {
       const url = options.redisUrl ?? process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
-      gateways.push({ name: 'redis', ...(await startGateway(dir, 'redis', { ...process.env, REDIS_URL: url } as Record<string, string>)) });
+      gateways.push({ name: 'redis', ...(await startGateway(dir, 'redis', { ...process.env, REDIS_URL: url, AIGATEWAY_BUDGET_LEASES: options.noLeases === true ? 'off' : 'on' } as Record<string, string>)) });
       probe = await startRoundTripProbe(url, policy);
     }
     const body = Buffer.from(JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 50, messages: [{ role: 'user', content: 'Say hello in one short sentence.' }] }));
@@ -280,8 +284,9 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
       rounds: { type: 'string', default: '3' },
       connections: { type: 'string', default: '8' },
       redis: { type: 'boolean', default: false },
+      'no-leases': { type: 'boolean', default: false },
     },
   });
-  const result = await benchBudgetOverhead({ seconds: Number(values.seconds), rounds: Number(values.rounds), connections: Number(values.connections), redis: values.redis });
+  const result = await benchBudgetOverhead({ seconds: Number(values.seconds), rounds: Number(values.rounds), connections: Number(values.connections), redis: values.redis, noLeases: values['no-leases'] });
   process.stdout.write(`${result.table}\n`);
 }

@@ -12,13 +12,17 @@ let isoPrefix = '';
 // The line's millisecond suffixes, `.000Z"` to `.999Z"`, made once.
 const MILLIS = Array.from({ length: 1000 }, (_, ms) => `.${String(ms).padStart(3, '0')}Z"`);
 function cachedIsoTime(): string {
-  const now = Date.now();
+  return isoPrefix + MILLIS[isoMillis(Date.now())];
+}
+
+/** Brings isoPrefix to `now`'s second; the millisecond within it. */
+function isoMillis(now: number): number {
   const second = Math.floor(now / 1000);
   if (second !== isoSecond) {
     isoSecond = second;
     isoPrefix = `,"time":"${new Date(second * 1000).toISOString().slice(0, 19)}`;
   }
-  return isoPrefix + MILLIS[now - second * 1000];
+  return now - second * 1000;
 }
 
 export interface LoggerOptions {
@@ -34,7 +38,9 @@ export function createGatewayLogger(options: LoggerOptions = {}): Logger {
   } else {
     // Bounded: when the disk cannot keep up, lines beyond 16 MiB pending are dropped.
     // minLength 1, not 0: with 0, sonic-boom's flush(cb) answers before the pending writes.
-    const boom = pino.destination({ dest: options.destination ?? 1, sync: false, mkdir: true, minLength: 1, maxWrite: 65_536, maxLength: 16 * 1024 * 1024 });
+    // Bytes, not strings: the batch hands over bytes it encoded once (in utf8 mode sonic-boom
+    // measured each string twice and encoded it twice more, for fs.write and after it).
+    const boom = pino.destination({ dest: options.destination ?? 1, sync: false, mkdir: true, minLength: 1, maxWrite: 65_536, maxLength: 16 * 1024 * 1024, contentMode: 'buffer' });
     const batch = new LineBatch(boom, 16_384);
     setInterval(() => batch.drain(), 1000).unref();
     destination = batch;
@@ -45,25 +51,81 @@ export function createGatewayLogger(options: LoggerOptions = {}): Logger {
 type SonicBoom = ReturnType<typeof pino.destination>;
 
 /**
- * Joins lines until `minChars`, then hands them to sonic-boom in one write: sonic-boom
- * measures its whole pending string on every write (Buffer.byteLength flattens it), which
- * line by line cost ~10 KiB of copying per request.
+ * A line's bytes, put together in place: request lines are written here field by field, with
+ * no intermediate strings (the batch's own buffer, or a scratch one for other destinations).
+ */
+class LineBytes {
+  buffer: Buffer;
+  at = 0;
+
+  constructor(capacity: number) {
+    this.buffer = Buffer.allocUnsafeSlow(capacity);
+  }
+
+  /** Room for `bytes` more: a line never splits across buffers, so a long one grows it. */
+  room(bytes: number): void {
+    if (this.at + bytes <= this.buffer.length) return;
+    const bigger = Buffer.allocUnsafeSlow(Math.max(2 * this.buffer.length, this.at + bytes));
+    this.buffer.copy(bigger, 0, 0, this.at);
+    this.buffer = bigger;
+  }
+
+  /** Text known to be ASCII: field names, numbers. */
+  ascii(text: string): void {
+    const length = text.length;
+    this.room(length);
+    const buffer = this.buffer;
+    let at = this.at;
+    for (let index = 0; index < length; index++) buffer[at++] = text.charCodeAt(index);
+    this.at = at;
+  }
+
+  /** Any text, as UTF-8 (at most 3 bytes a UTF-16 unit). */
+  utf8(text: string): void {
+    this.room(3 * text.length);
+    this.at += this.buffer.write(text, this.at, 'utf8');
+  }
+
+  /** `value` as a JSON string: copied as it is when nothing needs escaping (the rule), else JSON.stringify's. */
+  json(value: string): void {
+    const length = value.length;
+    this.room(length + 2);
+    const buffer = this.buffer;
+    let at = this.at;
+    buffer[at++] = 0x22;
+    for (let index = 0; index < length; index++) {
+      const code = value.charCodeAt(index);
+      if (code < 0x20 || code === 0x22 || code === 0x5c || code > 0x7f) return this.utf8(JSON.stringify(value));
+      buffer[at++] = code;
+    }
+    buffer[at++] = 0x22;
+    this.at = at;
+  }
+}
+
+/**
+ * Gathers lines as bytes until `minBytes`, then hands them to sonic-boom in one write (one
+ * write(2) carries ~30 request lines). Each handed-over buffer is sonic-boom's from then on.
  */
 class LineBatch implements DestinationStream {
   readonly #boom: SonicBoom;
-  readonly #minChars: number;
-  #lines: string[] = [];
-  #chars = 0;
+  readonly #minBytes: number;
+  readonly bytes: LineBytes;
 
-  constructor(boom: SonicBoom, minChars: number) {
+  constructor(boom: SonicBoom, minBytes: number) {
     this.#boom = boom;
-    this.#minChars = minChars;
+    this.#minBytes = minBytes;
+    this.bytes = new LineBytes(minBytes + 8192);
   }
 
+  /** pino's own lines (warnings, errors…). */
   write(line: string): void {
-    this.#lines.push(line);
-    this.#chars += line.length;
-    if (this.#chars >= this.#minChars) this.drain();
+    this.bytes.utf8(line);
+    this.lineEnded();
+  }
+
+  lineEnded(): void {
+    if (this.bytes.at >= this.#minBytes) this.drain();
   }
 
   flush(callback?: (error?: Error) => void): void {
@@ -78,40 +140,93 @@ class LineBatch implements DestinationStream {
 
   /** Hands what is pending to sonic-boom (which writes it at once). */
   drain(): void {
-    if (this.#lines.length === 0) return;
-    const text = this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join('');
-    this.#lines = [];
-    this.#chars = 0;
-    this.#boom.write(text);
+    const bytes = this.bytes;
+    if (bytes.at === 0) return;
+    const full = bytes.buffer.subarray(0, bytes.at);
+    bytes.buffer = Buffer.allocUnsafeSlow(this.#minBytes + 8192);
+    bytes.at = 0;
+    // contentMode 'buffer': sonic-boom's write takes bytes (its types say string).
+    (this.#boom.write as unknown as (data: Buffer) => boolean).call(this.#boom, full);
   }
 }
+
+// Request lines for a destination that is not a LineBatch (tests' streams): built here, then one string.
+const scratch = new LineBytes(4096);
 
 /** The request's log line, from the same record the request log store keeps. */
 export function logRequest(logger: Logger, record: RequestRecord, clientAborted: boolean): void {
   if (!logger.isLevelEnabled('info')) return;
-  // The line's shape is fixed, so it is written here in one pass (pino's generic
-  // serialiser cost ≈ 10 µs a request) — the same JSON pino writes: level, time, the
-  // fields that are set, msg.
-  let line = `{"level":30${cachedIsoTime()},"trace_id":${JSON.stringify(record.traceId)},"method":${JSON.stringify(record.method)}`;
-  line += `,"route":${JSON.stringify(record.route)},"status":${record.status},"latency_ms":${Math.round(record.latencyMs * 1000) / 1000}`;
-  line += text('api_key_id', record.apiKeyId) + text('workspace', record.workspace) + text('config_id', record.configId);
-  line += text('provider', record.provider) + text('model', record.model) + text('target', record.targetPath);
-  if (record.modelRequested !== record.model) line += text('model_requested', record.modelRequested);
-  line += `,"retries":${record.retries}`;
-  if (record.ttftMs !== undefined) line += `,"ttft_ms":${Math.round(record.ttftMs * 1000) / 1000}`;
-  line += count('prompt_tokens', record.promptTokens) + count('completion_tokens', record.completionTokens);
-  line += count('total_tokens', record.totalTokens) + count('cached_tokens', record.cachedTokens);
-  line += count('reasoning_tokens', record.reasoningTokens);
-  if (record.usageEstimated !== undefined) line += `,"usage_estimated":${record.usageEstimated}`;
-  line += count('cost_usd', record.costUsd) + text('otel_trace_id', record.otelTraceId);
-  line += text('cache_status', record.cacheStatus) + text('guardrail_verdict', record.guardrailVerdict);
-  if (record.metadata !== undefined) line += `,"metadata":${JSON.stringify(record.metadata)}`;
-  line += text('error_code', record.errorCode);
+  const stream = (logger as unknown as Record<symbol, DestinationStream | undefined>)[pino.symbols.streamSym];
+  if (stream === undefined) return;
+  const batch = stream instanceof LineBatch ? stream : undefined;
+  const out = batch === undefined ? scratch : batch.bytes;
+  const start = out.at;
+  try {
+    writeLine(out, record, clientAborted);
+  } catch (error) {
+    out.at = start; // no half line left behind
+    throw error;
+  }
+  if (batch !== undefined) return batch.lineEnded();
+  const line = out.buffer.toString('utf8', 0, out.at);
+  out.at = 0;
+  if (out.buffer.length > 65_536) out.buffer = Buffer.allocUnsafeSlow(4096);
+  stream.write(line);
+}
+
+/**
+ * The line's shape is fixed, so it is written here in one pass, straight to bytes (pino's
+ * generic serialiser cost ≈ 10 µs a request; building it as strings, ≈ 2 KiB of them) — the
+ * same JSON pino writes: level, time, the fields that are set, msg.
+ */
+function writeLine(out: LineBytes, record: RequestRecord, clientAborted: boolean): void {
+  const millis = isoMillis(Date.now());
+  out.ascii('{"level":30');
+  out.ascii(isoPrefix);
+  out.ascii(MILLIS[millis] as string);
+  text(out, ',"trace_id":', record.traceId);
+  text(out, ',"method":', record.method);
+  text(out, ',"route":', record.route);
+  out.ascii(',"status":');
+  out.ascii(String(record.status));
+  out.ascii(',"latency_ms":');
+  out.ascii(String(Math.round(record.latencyMs * 1000) / 1000));
+  text(out, ',"api_key_id":', record.apiKeyId);
+  text(out, ',"workspace":', record.workspace);
+  text(out, ',"config_id":', record.configId);
+  text(out, ',"provider":', record.provider);
+  text(out, ',"model":', record.model);
+  text(out, ',"target":', record.targetPath);
+  if (record.modelRequested !== record.model) text(out, ',"model_requested":', record.modelRequested);
+  out.ascii(',"retries":');
+  out.ascii(String(record.retries));
+  if (record.ttftMs !== undefined) {
+    out.ascii(',"ttft_ms":');
+    out.ascii(String(Math.round(record.ttftMs * 1000) / 1000));
+  }
+  count(out, ',"prompt_tokens":', record.promptTokens);
+  count(out, ',"completion_tokens":', record.completionTokens);
+  count(out, ',"total_tokens":', record.totalTokens);
+  count(out, ',"cached_tokens":', record.cachedTokens);
+  count(out, ',"reasoning_tokens":', record.reasoningTokens);
+  if (record.usageEstimated !== undefined) out.ascii(record.usageEstimated ? ',"usage_estimated":true' : ',"usage_estimated":false');
+  count(out, ',"cost_usd":', record.costUsd);
+  text(out, ',"otel_trace_id":', record.otelTraceId);
+  text(out, ',"cache_status":', record.cacheStatus);
+  text(out, ',"guardrail_verdict":', record.guardrailVerdict);
+  if (record.metadata !== undefined) {
+    out.ascii(',"metadata":');
+    out.utf8(JSON.stringify(record.metadata));
+  }
+  text(out, ',"error_code":', record.errorCode);
   // The walk's story when there is one to tell: a fallback, a retry or a skipped target.
   const attempts = record.attempts;
-  if (attempts !== undefined && (attempts.length > 1 || attempts[0]?.skipped !== undefined)) line += `,"attempts":${JSON.stringify(attempts.map(attemptJson))}`;
-  if (clientAborted) line += ',"client_aborted":true';
-  (logger as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]?.write(`${line},"msg":"request"}\n`);
+  if (attempts !== undefined && (attempts.length > 1 || attempts[0]?.skipped !== undefined)) {
+    out.ascii(',"attempts":');
+    out.utf8(JSON.stringify(attempts.map(attemptJson)));
+  }
+  if (clientAborted) out.ascii(',"client_aborted":true');
+  out.ascii(',"msg":"request"}\n');
 }
 
 function attemptJson(attempt: AttemptRecord): object {
@@ -119,11 +234,18 @@ function attemptJson(attempt: AttemptRecord): object {
   return { ...rest, duration_ms: Math.round(durationMs * 1000) / 1000, error_code: errorCode };
 }
 
-function text(name: string, value: string | undefined): string {
-  return value === undefined ? '' : `,"${name}":${JSON.stringify(value)}`;
+/** A string field when set; `name` is its `,"name":` prefix. */
+function text(out: LineBytes, name: string, value: string | undefined): void {
+  if (value === undefined) return;
+  out.ascii(name);
+  // A value that is not a string after all is written as before: whatever JSON.stringify makes of it.
+  if (typeof value === 'string') out.json(value);
+  else out.utf8(String(JSON.stringify(value)));
 }
 
-/** A number field; NaN and ±Infinity become null, as in JSON.stringify. */
-function count(name: string, value: number | undefined): string {
-  return value === undefined ? '' : `,"${name}":${Number.isFinite(value) ? value : null}`;
+/** A number field when set; NaN and ±Infinity become null, as in JSON.stringify. */
+function count(out: LineBytes, name: string, value: number | undefined): void {
+  if (value === undefined) return;
+  out.ascii(name);
+  out.ascii(Number.isFinite(value) ? String(value) : 'null');
 }

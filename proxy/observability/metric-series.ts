@@ -50,6 +50,8 @@ export function histogramSeries<T extends string>(histogram: Histogram<T>, label
   const bounds = storage.upperBounds;
   if (storage.enableExemplars === true || typeof storage.hashMap !== 'object' || !Array.isArray(bounds)) return (value) => child.observe(value);
   const plain = labels as Record<string, string | number>;
+  // The buckets' property names, made once: a number as a key is converted to one per store.
+  const names = bounds.map(String);
   let key = '';
   let entry: HistogramEntry | undefined;
   let calls = 0;
@@ -66,7 +68,8 @@ export function histogramSeries<T extends string>(histogram: Histogram<T>, label
     for (let index = 0; index < bounds.length; index++) {
       const bound = bounds[index] as number;
       if (value <= bound) {
-        entry.bucketValues[bound] = (entry.bucketValues[bound] ?? 0) + 1;
+        const name = names[index] as string;
+        entry.bucketValues[name] = (entry.bucketValues[name] ?? 0) + 1;
         break;
       }
     }

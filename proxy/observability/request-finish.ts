@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { costOfRequest, estimateUsage } from '../accounting/request-cost.ts';
@@ -6,8 +5,9 @@ import { saneUsage } from '../accounting/token-count.ts';
 import { settleBudgetOf } from '../budgets/budget-settlement.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
-import { observeCost, observeRequest, OPERATIONS } from './observe-request.ts';
+import { observeRequest, OPERATIONS } from './observe-request.ts';
 import { logRequest } from './log-line.ts';
+import { randomRecordId } from './record-id.ts';
 import type { RequestRecord, RequestRecordSink } from './request-record.ts';
 import { exchangeOf } from './request-exchange.ts';
 import type { RequestTracer } from './tracing.ts';
@@ -50,15 +50,42 @@ export function armRequestFinish(request: FastifyRequest, reply: FastifyReply, d
       containFailure(deps, 'span', error);
     }
   }
-  // Node emits 'close' once per response: `on`, not `once` (no wrapper per request).
-  reply.raw.on('close', () => {
+  // Node emits 'close' once per response: `on`, not `once` (no wrapper per request). The
+  // listener is one function per server, not a closure per request: the response carries its
+  // request and reply.
+  const raw = reply.raw as typeof reply.raw & Armed;
+  raw[ARMED_REQUEST] = request;
+  raw[ARMED_REPLY] = reply;
+  raw.on('close', closeListener(deps, released));
+}
+
+const ARMED_REQUEST = Symbol('aigateway.finish.request');
+const ARMED_REPLY = Symbol('aigateway.finish.reply');
+
+interface Armed {
+  [ARMED_REQUEST]?: FastifyRequest;
+  [ARMED_REPLY]?: FastifyReply;
+}
+
+type Released = ((request: FastifyRequest) => void) | undefined;
+const listeners = new WeakMap<FinishDeps, { readonly released: Released; readonly listener: (this: Armed) => void }>();
+
+function closeListener(deps: FinishDeps, released: Released): (this: Armed) => void {
+  const kept = listeners.get(deps);
+  if (kept !== undefined && kept.released === released) return kept.listener;
+  const listener = function (this: Armed): void {
+    const request = this[ARMED_REQUEST];
+    const reply = this[ARMED_REPLY];
+    if (request === undefined || reply === undefined) return;
     try {
       finishRequest(request, reply, deps);
     } catch (error) {
       containFailure(deps, 'finish', error);
     }
     released?.(request);
-  });
+  };
+  if (kept === undefined) listeners.set(deps, { released, listener });
+  return listener;
 }
 
 /** Where in accounting a throw was contained: the label of aigateway_internal_errors_total. */
@@ -113,15 +140,16 @@ export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps
       containFailure(deps, 'budget', error);
     }
   }
+  // One clock reading for the metrics and the record.
+  const now = process.hrtime.bigint();
   try {
-    observeRequest(deps.metrics, context, route, status);
-    observeCost(deps.metrics, context);
+    observeRequest(deps.metrics, context, route, status, now);
   } catch (error) {
     containFailure(deps, 'metrics', error);
   }
   let record: RequestRecord | undefined;
   try {
-    record = recordOf(context, request.method, route, status);
+    record = recordOf(context, request.method, route, status, now);
     logRequest(deps.logger, record, context.clientAborted);
   } catch (error) {
     containFailure(deps, 'log', error);
@@ -169,15 +197,16 @@ function settleTokens(context: RequestContext): void {
   charge(total > 0 ? total : 0);
 }
 
-function recordOf(context: RequestContext, method: string, route: string, status: number): RequestRecord {
+function recordOf(context: RequestContext, method: string, route: string, status: number, now: bigint): RequestRecord {
+  const usage = context.usage;
   return {
-    id: randomUUID(),
+    id: randomRecordId(),
     traceId: context.traceId,
     startedAt: context.startedAtMs,
     method,
     route,
     status,
-    latencyMs: Number(process.hrtime.bigint() - context.startedAt) / 1e6,
+    latencyMs: Number(now - context.startedAt) / 1e6,
     ttftMs: context.ttftMs,
     apiKeyId: context.apiKey?.id,
     workspace: context.apiKey?.workspace,
@@ -188,11 +217,11 @@ function recordOf(context: RequestContext, method: string, route: string, status
     modelRequested: context.modelRequested,
     attempts: context.attempts,
     metadata: context.metadata,
-    promptTokens: context.usage?.prompt,
-    completionTokens: context.usage?.completion,
-    totalTokens: context.usage?.total,
-    cachedTokens: context.usage?.cachedPrompt,
-    reasoningTokens: context.usage?.reasoning,
+    promptTokens: usage?.prompt,
+    completionTokens: usage?.completion,
+    totalTokens: usage?.total,
+    cachedTokens: usage?.cachedPrompt,
+    reasoningTokens: usage?.reasoning,
     usageEstimated: context.usageEstimated || undefined,
     costUsd: context.costUsd,
     otelTraceId: context.span?.traceId,

@@ -3,6 +3,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import fc from 'fast-check';
+import { pino } from 'pino';
 import type { RequestRecord } from '../../../proxy/observability/request-record.ts';
 import { createGatewayLogger, logRequest } from '../../../proxy/observability/log-line.ts';
 
@@ -44,6 +46,82 @@ test('request lines and other log lines reach the file whole and in order after 
       expected,
     );
     assert.equal(lines[0]?.['status'], 200);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+// The line is written straight to bytes; it must stay what serialising each field with
+// JSON.stringify made (the format before, and what readers of the log parse).
+function referenceLine(record: RequestRecord, clientAborted: boolean): string {
+  const text = (name: string, value: string | undefined) => (value === undefined ? '' : `,"${name}":${JSON.stringify(value)}`);
+  const count = (name: string, value: number | undefined) => (value === undefined ? '' : `,"${name}":${Number.isFinite(value) ? value : null}`);
+  const ms = (value: number) => Math.round(value * 1000) / 1000;
+  let line = `{"level":30,"trace_id":${JSON.stringify(record.traceId)},"method":${JSON.stringify(record.method)},"route":${JSON.stringify(record.route)}`;
+  line += `,"status":${record.status},"latency_ms":${ms(record.latencyMs)}`;
+  line += text('api_key_id', record.apiKeyId) + text('workspace', record.workspace) + text('config_id', record.configId);
+  line += text('provider', record.provider) + text('model', record.model) + text('target', record.targetPath);
+  if (record.modelRequested !== record.model) line += text('model_requested', record.modelRequested);
+  line += `,"retries":${record.retries}`;
+  if (record.ttftMs !== undefined) line += `,"ttft_ms":${ms(record.ttftMs)}`;
+  line += count('prompt_tokens', record.promptTokens) + count('completion_tokens', record.completionTokens) + count('total_tokens', record.totalTokens);
+  line += count('cached_tokens', record.cachedTokens) + count('reasoning_tokens', record.reasoningTokens);
+  if (record.usageEstimated !== undefined) line += `,"usage_estimated":${record.usageEstimated}`;
+  line += count('cost_usd', record.costUsd) + text('otel_trace_id', record.otelTraceId) + text('cache_status', record.cacheStatus) + text('guardrail_verdict', record.guardrailVerdict);
+  if (record.metadata !== undefined) line += `,"metadata":${JSON.stringify(record.metadata)}`;
+  line += text('error_code', record.errorCode);
+  const attempts = record.attempts;
+  if (attempts !== undefined && (attempts.length > 1 || attempts[0]?.skipped !== undefined)) {
+    line += `,"attempts":${JSON.stringify(attempts.map(({ durationMs, errorCode, ...rest }) => ({ ...rest, duration_ms: ms(durationMs), error_code: errorCode })))}`;
+  }
+  return `${line}${clientAborted ? ',"client_aborted":true' : ''},"msg":"request"}\n`;
+}
+
+const withoutTime = (line: string) => line.replace(/,"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"/, '');
+const hostileText = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('a"b', 'a\\b', '\u007f', '\u0000\n\t', '\ud800', 'é', '😀', 'x'.repeat(5000)));
+const maybe = <T>(value: fc.Arbitrary<T>) => fc.option(value, { nil: undefined });
+const aNumber = fc.oneof(fc.double(), fc.nat(), fc.constantFrom(Number.NaN, Infinity, -0, 1e21, 1e-7));
+const aRecord = fc.record({
+  traceId: hostileText, method: hostileText, route: hostileText, status: fc.integer({ min: 100, max: 599 }), latencyMs: fc.double({ min: 0, max: 1e6, noNaN: true }),
+  ttftMs: maybe(fc.double({ min: 0, max: 1e6, noNaN: true })), apiKeyId: maybe(hostileText), workspace: maybe(hostileText), configId: maybe(hostileText),
+  targetPath: maybe(hostileText), provider: maybe(hostileText), model: maybe(hostileText), modelRequested: maybe(hostileText),
+  attempts: maybe(fc.array(fc.record({ target: hostileText, provider: maybe(hostileText), model: maybe(hostileText), status: fc.oneof(fc.constant(null), fc.nat(599)), durationMs: fc.double({ min: 0, max: 1e5, noNaN: true }), errorCode: maybe(hostileText), skipped: maybe(fc.constantFrom('circuit_open' as const, 'unresolved' as const)) }), { maxLength: 3 })),
+  metadata: maybe(fc.dictionary(hostileText, fc.jsonValue({ maxDepth: 2 }))), promptTokens: maybe(aNumber), completionTokens: maybe(aNumber), totalTokens: maybe(aNumber),
+  cachedTokens: maybe(aNumber), reasoningTokens: maybe(aNumber), usageEstimated: maybe(fc.boolean()), costUsd: maybe(aNumber), otelTraceId: maybe(hostileText),
+  cacheStatus: maybe(hostileText), retries: fc.nat(10), guardrailVerdict: maybe(hostileText), errorCode: maybe(hostileText),
+});
+
+test('the request line is byte for byte what JSON.stringify of each field makes (stream destination)', () => {
+  let written = '';
+  const logger = pino({ base: undefined }, { write: (line: string) => void (written = line) });
+  fc.assert(fc.property(aRecord, fc.boolean(), (record, aborted) => {
+    logRequest(logger, record as unknown as RequestRecord, aborted);
+    assert.equal(withoutTime(written), referenceLine(record as unknown as RequestRecord, aborted));
+  }), { numRuns: 2000 });
+});
+
+test('through the file logger too: every line whole, byte for byte, with pino lines between', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'aigw-log-bytes-'));
+  try {
+    const path = join(dir, 'requests.log');
+    const logger = createGatewayLogger({ destination: path });
+    const records = fc.sample(fc.tuple(aRecord, fc.boolean()), { numRuns: 1500, seed: 7 });
+    const expected: string[] = [];
+    records.forEach(([record, aborted], index) => {
+      logRequest(logger, record as unknown as RequestRecord, aborted);
+      expected.push(referenceLine(record as unknown as RequestRecord, aborted));
+      if (index % 200 === 3) {
+        logger.warn({ index, note: 'é😀' }, 'between');
+        expected.push('warn');
+      }
+    });
+    await new Promise<void>((resolve, reject) => logger.flush((error) => (error ? reject(error) : resolve())));
+    const lines = (await readFile(path, 'utf8')).split(/(?<=\n)/);
+    assert.equal(lines.length, expected.length);
+    lines.forEach((line, index) => {
+      if (expected[index] === 'warn') assert.equal((JSON.parse(line) as { note: string }).note, 'é😀');
+      else assert.equal(withoutTime(line), expected[index]);
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

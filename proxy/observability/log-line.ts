@@ -190,7 +190,7 @@ function writeLine(out: LineBytes, record: RequestRecord, clientAborted: boolean
   out.ascii(',"status":');
   out.ascii(String(record.status));
   out.ascii(',"latency_ms":');
-  out.ascii(String(Math.round(record.latencyMs * 1000) / 1000));
+  millisecondsTo(out, record.latencyMs);
   text(out, ',"api_key_id":', record.apiKeyId);
   text(out, ',"workspace":', record.workspace);
   text(out, ',"config_id":', record.configId);
@@ -202,7 +202,7 @@ function writeLine(out: LineBytes, record: RequestRecord, clientAborted: boolean
   out.ascii(String(record.retries));
   if (record.ttftMs !== undefined) {
     out.ascii(',"ttft_ms":');
-    out.ascii(String(Math.round(record.ttftMs * 1000) / 1000));
+    millisecondsTo(out, record.ttftMs);
   }
   count(out, ',"prompt_tokens":', record.promptTokens);
   count(out, ',"completion_tokens":', record.completionTokens);
@@ -232,6 +232,22 @@ function writeLine(out: LineBytes, record: RequestRecord, clientAborted: boolean
 function attemptJson(attempt: AttemptRecord): object {
   const { durationMs, errorCode, ...rest } = attempt;
   return { ...rest, duration_ms: Math.round(durationMs * 1000) / 1000, error_code: errorCode };
+}
+
+// ".001" … ".999", and "" for a whole number: the decimals Number#toString prints for thousandths.
+const THOUSANDTHS = Array.from({ length: 1000 }, (_, n) => (n === 0 ? '' : `.${String(n).padStart(3, '0')}`.replace(/0+$/, '')));
+
+/**
+ * Math.round(ms * 1000) / 1000 as Number#toString prints it, without formatting a double (the
+ * line's costliest field): below 10¹² thousandths a double's spacing is far under 0.0005, so
+ * the three-decimal text is the shortest that reads back as the same number.
+ */
+function millisecondsTo(out: LineBytes, ms: number): void {
+  const thousandths = Math.round(ms * 1000);
+  if (!(thousandths >= 0 && thousandths < 1e12)) return out.ascii(String(thousandths / 1000));
+  const whole = Math.floor(thousandths / 1000);
+  out.ascii(String(whole));
+  out.ascii(THOUSANDTHS[thousandths - whole * 1000] as string);
 }
 
 /** A string field when set; `name` is its `,"name":` prefix. */

@@ -82,7 +82,7 @@ const hostileText = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.cons
 const maybe = <T>(value: fc.Arbitrary<T>) => fc.option(value, { nil: undefined });
 const aNumber = fc.oneof(fc.double(), fc.nat(), fc.constantFrom(Number.NaN, Infinity, -0, 1e21, 1e-7));
 const aRecord = fc.record({
-  traceId: hostileText, method: hostileText, route: hostileText, status: fc.integer({ min: 100, max: 599 }), latencyMs: fc.double({ min: 0, max: 1e6, noNaN: true }),
+  traceId: hostileText, method: hostileText, route: hostileText, status: fc.integer({ min: 100, max: 599 }), latencyMs: fc.oneof(fc.double({ min: 0, max: 1e6, noNaN: true }), fc.double({ min: 1e8, max: 1e11 }), fc.constantFrom(-0, 0.0004999, 0.0005, 999.9995, 1e9 - 0.0004, 1e9, 2 ** 53)),
   ttftMs: maybe(fc.double({ min: 0, max: 1e6, noNaN: true })), apiKeyId: maybe(hostileText), workspace: maybe(hostileText), configId: maybe(hostileText),
   targetPath: maybe(hostileText), provider: maybe(hostileText), model: maybe(hostileText), modelRequested: maybe(hostileText),
   attempts: maybe(fc.array(fc.record({ target: hostileText, provider: maybe(hostileText), model: maybe(hostileText), status: fc.oneof(fc.constant(null), fc.nat(599)), durationMs: fc.double({ min: 0, max: 1e5, noNaN: true }), errorCode: maybe(hostileText), skipped: maybe(fc.constantFrom('circuit_open' as const, 'unresolved' as const)) }), { maxLength: 3 })),
@@ -98,6 +98,17 @@ test('the request line is byte for byte what JSON.stringify of each field makes 
     logRequest(logger, record as unknown as RequestRecord, aborted);
     assert.equal(withoutTime(written), referenceLine(record as unknown as RequestRecord, aborted));
   }), { numRuns: 2000 });
+});
+
+test('milliseconds are printed as Number#toString prints the rounded value', () => {
+  let written = '';
+  const logger = pino({ base: undefined }, { write: (line: string) => void (written = line) });
+  const base = { traceId: 't', method: 'POST', route: '/r', status: 200, retries: 0 } as unknown as RequestRecord;
+  for (let thousandths = 0; thousandths < 200_000; thousandths += 7) {
+    const latencyMs = thousandths / 1000 + 0.0001;
+    logRequest(logger, { ...base, latencyMs }, false);
+    assert.ok(written.includes(`"latency_ms":${Math.round(latencyMs * 1000) / 1000},`), written);
+  }
 });
 
 test('through the file logger too: every line whole, byte for byte, with pino lines between', async () => {

@@ -17,6 +17,12 @@ import type { RequestLogStore } from '../proxy/logs/request-log-store.ts';
 //   node bench/log-store-cpu.ts [--records 20000] [--root <tree>]          one run, one JSON line
 //   node bench/log-store-cpu.ts --ab <treeA>,<treeB> [--rounds 5]          alternating runs, medians
 //
+//   taskset -c 1 node bench/log-store-cpu.ts --load 480 --seconds 20 --nice 5 [--rate 500]
+//     the store beside a busy serving thread on one core: each record costs the main thread
+//     480 µs of spinning (a request), as fast as it goes (closed loop) or at --rate/s (open
+//     loop, lateness = start − scheduled). Says how long the main thread waited for the core
+//     (schedstat run delay), whether every record was stored, and the worker's share.
+//
 // A tree is a checkout (or `git archive` of proxy/ with package.json and node_modules linked).
 
 const args = process.argv.slice(2);
@@ -29,6 +35,8 @@ interface Result {
   root: string;
   records: number;
   mainUs: number;
+  /** Of mainUs, inside insertMany's synchronous part (the hand-off). */
+  handoffUs: number;
   workerUs: number;
   otherUs: number;
   totalUs: number;
@@ -104,14 +112,21 @@ async function runOnce(root: string, records: number): Promise<Result> {
   const { SqliteLogStore } = (await import(from('proxy/logs/sqlite-log-store.ts'))) as typeof import('../proxy/logs/sqlite-log-store.ts');
   const { createRequestLogWriter } = (await import(from('proxy/logs/request-log-writer.ts'))) as typeof import('../proxy/logs/request-log-writer.ts');
   const dir = mkdtempSync(join(tmpdir(), 'aigw-log-cpu-'));
-  const store = await SqliteLogStore.open({ path: join(dir, 'request-logs.sqlite') });
+  const nice = arg('--nice');
+  const store = await SqliteLogStore.open({ path: join(dir, 'request-logs.sqlite'), ...(nice === undefined ? {} : { threadNice: Number(nice) }) });
   const batchMs: number[] = [];
   let timing = false;
   // The writer sees the store through this wrapper, which times each batch.
   const timed: RequestLogStore = Object.create(store) as RequestLogStore;
+  let handoffUs = 0;
   timed.insertMany = async (batch) => {
     const started = performance.now();
-    await store.insertMany(batch);
+    // The synchronous part of the call: encoding the batch and posting it.
+    const cpu = process.threadCpuUsage();
+    const written = store.insertMany(batch);
+    const spent = process.threadCpuUsage(cpu);
+    if (timing) handoffUs += spent.user + spent.system;
+    await written;
     if (timing) batchMs.push(performance.now() - started);
   };
   const writer = createRequestLogWriter(timed);
@@ -143,6 +158,7 @@ async function runOnce(root: string, records: number): Promise<Result> {
     root,
     records,
     mainUs: us(after.main - before.main),
+    handoffUs: Math.round((handoffUs / records) * 100) / 100,
     workerUs: us(after.worker - before.worker),
     otherUs: us(after.other - before.other),
     totalUs: us(after.main - before.main + after.worker - before.worker + after.other - before.other),
@@ -155,6 +171,76 @@ async function runOnce(root: string, records: number): Promise<Result> {
   };
 }
 
+interface LoadResult {
+  nice: number;
+  mode: string;
+  records: number;
+  perSecond: number;
+  mainWaitUsPerRecord: number;
+  latenessMsP50: number;
+  latenessMsP99: number;
+  latenessMsMax: number;
+  workerShare: number;
+  stored: number;
+  dropped: number;
+}
+
+const runDelayNs = (): number => Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]);
+
+async function runLoad(root: string, spinUs: number, seconds: number, nice: number, rate: number | undefined): Promise<LoadResult> {
+  const from = (path: string): string => pathToFileURL(join(root, path)).href;
+  const { SqliteLogStore } = (await import(from('proxy/logs/sqlite-log-store.ts'))) as typeof import('../proxy/logs/sqlite-log-store.ts');
+  const { createRequestLogWriter } = (await import(from('proxy/logs/request-log-writer.ts'))) as typeof import('../proxy/logs/request-log-writer.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'aigw-log-load-'));
+  const store = await SqliteLogStore.open({ path: join(dir, 'request-logs.sqlite'), threadNice: nice });
+  const writer = createRequestLogWriter(store);
+  const spin = (): void => {
+    const end = performance.now() + spinUs / 1000;
+    while (performance.now() < end);
+  };
+  const lateness: number[] = [];
+  const started = performance.now();
+  const before = threadNs();
+  const waitBefore = runDelayNs();
+  let sent = 0;
+  while (performance.now() - started < seconds * 1000) {
+    if (rate !== undefined) {
+      const due = started + (sent * 1000) / rate;
+      const now = performance.now();
+      if (now < due) await new Promise((resolve) => setTimeout(resolve, due - now));
+      lateness.push(performance.now() - due);
+    }
+    spin();
+    writer.sink(harnessRecord());
+    sent++;
+    if (rate === undefined) await new Promise((resolve) => setImmediate(resolve));
+  }
+  const elapsed = performance.now() - started;
+  const waited = runDelayNs() - waitBefore;
+  const after = threadNs();
+  await writer.flush();
+  const stats = writer.stats();
+  const stored = (await store.summary({}, undefined)).total.requests;
+  await writer.close();
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+  lateness.sort((a, b) => a - b);
+  const ms = (value: number): number => Math.round(value * 100) / 100;
+  return {
+    nice,
+    mode: rate === undefined ? 'closed' : `open ${rate}/s`,
+    records: sent,
+    perSecond: Math.round((sent * 1000) / elapsed),
+    mainWaitUsPerRecord: Math.round(waited / sent / 10) / 100,
+    latenessMsP50: ms(percentile(lateness, 50)),
+    latenessMsP99: ms(percentile(lateness, 99)),
+    latenessMsMax: ms(lateness.at(-1) ?? Number.NaN),
+    workerShare: Math.round(((after.worker - before.worker) / (elapsed * 1e6)) * 1000) / 1000,
+    stored,
+    dropped: stats.dropped.queueFull + stats.dropped.writeFailed + stats.dropped.closed,
+  };
+}
+
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
@@ -162,7 +248,12 @@ const median = (values: number[]): number => {
 
 const records = Number(arg('--records') ?? 20_000);
 const ab = arg('--ab');
-if (ab === undefined) {
+const load = arg('--load');
+if (load !== undefined) {
+  const rate = arg('--rate');
+  const root = resolve(arg('--root') ?? join(import.meta.dirname, '..'));
+  console.log(JSON.stringify(await runLoad(root, Number(load), Number(arg('--seconds') ?? 20), Number(arg('--nice') ?? 5), rate === undefined ? undefined : Number(rate))));
+} else if (ab === undefined) {
   console.log(JSON.stringify(await runOnce(resolve(arg('--root') ?? join(import.meta.dirname, '..')), records)));
 } else {
   const roots = ab.split(',').map((root) => resolve(root));
@@ -181,7 +272,7 @@ if (ab === undefined) {
   for (const [root, list] of results) {
     const m = (key: keyof Result): number => median(list.map((result) => result[key] as number));
     console.log(
-      `${root}: µs/record main ${m('mainUs')} worker ${m('workerUs')} other ${m('otherUs')} total ${m('totalUs')}; ` +
+      `${root}: µs/record main ${m('mainUs')} (hand-off ${m('handoffUs')}) worker ${m('workerUs')} other ${m('otherUs')} total ${m('totalUs')}; ` +
         `batch ms p50 ${m('batchMsP50')} p99 ${m('batchMsP99')} max ${m('batchMsMax')}; ` +
         `stored ${list.map((result) => result.stored).join('/')} of ${records}, dropped ${list.reduce((sum, result) => sum + result.dropped, 0)} (medians of ${list.length})`,
     );

@@ -297,6 +297,19 @@ export function rowOf(record: RequestRecord): LogRow {
   };
 }
 
+/**
+ * A row's values in LOG_COLUMNS order, read by name: one shape, so each read is a fixed
+ * offset (LOG_COLUMNS.map(column => row[column]) was a generic lookup per column per row).
+ */
+export function valuesOf(row: Readonly<Record<LogColumn, unknown>>): unknown[] {
+  return [
+    row.id, row.trace_id, row.started_at, row.method, row.route, row.status, row.latency_ms, row.ttft_ms, row.api_key_id, row.workspace,
+    row.config_id, row.target_path, row.provider, row.model, row.metadata, row.metadata_flat, row.prompt_tokens, row.completion_tokens,
+    row.total_tokens, row.cache_status, row.retries, row.guardrail_verdict, row.error_code, row.cached_tokens, row.reasoning_tokens,
+    row.usage_estimated, row.cost_usd, row.otel_trace_id, row.model_requested, row.attempts,
+  ];
+}
+
 /** An attempt as stored (and as GET /v1/logs shows it): snake_case, strings cleaned, ms to the µs. */
 function storedAttempt(attempt: AttemptRecord): Record<string, unknown> {
   return {

@@ -1,5 +1,5 @@
 import { num, type SqlDialect, type SqlDriver, type SqlExecutor, type SqlValue } from '../sql/sql-driver.ts';
-import { ADDED_COLUMNS, LOG_COLUMNS, type LogColumn, type LogSqlSyntax } from './log-sql.ts';
+import { ADDED_COLUMNS, LOG_COLUMNS, valuesOf, type LogColumn, type LogSqlSyntax } from './log-sql.ts';
 import { isQueryableMetadataKey } from './request-log-store.ts';
 
 // What differs per database under the request log store (sql-log-store.ts): the SQLite and
@@ -65,7 +65,7 @@ const SQLITE: Dialect = {
     const sql = SQLITE_INSERT(table);
     // One transaction for the batch: one commit, however many rows.
     await driver.transaction(async (tx) => {
-      for (const row of rows) await tx.query(sql, LOG_COLUMNS.map((column) => row[column] as SqlValue));
+      for (const row of rows) await tx.query(sql, valuesOf(row) as SqlValue[]);
     });
   },
   async createSchema(driver, table) {

@@ -41,9 +41,17 @@ interface Pending {
   reject(error: Error): void;
 }
 
+const DEFAULT_THREAD_NICE = 5;
+
 export interface SqliteLogStoreOptions {
   /** Database file; created with its directory's permissions. `:memory:` for a scratch store. */
   path: string;
+  /**
+   * The worker thread's nice value (Linux; elsewhere ignored). Default 5: when the serving
+   * thread and a commit want the same core, the serving thread gets 3/4 of it, and the worker
+   * still keeps up with a saturated gateway (docs/performance.md). 0 for the default priority.
+   */
+  threadNice?: number;
 }
 
 export class SqliteLogStore implements RequestLogStore {
@@ -73,7 +81,7 @@ export class SqliteLogStore implements RequestLogStore {
    */
   static start(options: SqliteLogStoreOptions): { store: SqliteLogStore; ready: Promise<void> } {
     // The worker only parses batches and runs SQLite: a small young generation is plenty.
-    const worker = new Worker(new URL('./sqlite-log-worker.ts', import.meta.url), { workerData: { path: options.path }, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
+    const worker = new Worker(new URL('./sqlite-log-worker.ts', import.meta.url), { workerData: { path: options.path, nice: options.threadNice ?? DEFAULT_THREAD_NICE }, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
     const store = new SqliteLogStore(worker);
     const ready = store.#call('ready', {}).catch(async (error: Error) => {
       await worker.terminate();

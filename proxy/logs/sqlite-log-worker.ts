@@ -1,3 +1,5 @@
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteDriver } from '../sql/sqlite-driver.ts';
 import { decodeBatch } from './log-batch-codec.ts';
@@ -10,11 +12,22 @@ import type { WorkerReply, WorkerRequest } from './sqlite-log-store.ts';
 
 const port = parentPort;
 if (port === null) throw new Error('sqlite-log-worker must run as a worker thread');
+const { path, nice } = workerData as { path: string; nice: number };
+
+// Below the serving thread's priority, this thread only: on Linux setpriority on a thread id
+// moves that thread alone. Elsewhere (no /proc/thread-self), or when refused, it stays as is.
+if (nice !== 0) {
+  try {
+    setPriority(Number(readlinkSync('/proc/thread-self').split('/').at(-1)), nice);
+  } catch {
+    // The default priority: slower commits compete with requests, nothing breaks.
+  }
+}
 
 // Requests that arrive while the database opens wait for it (the first is `ready`); when it
 // cannot be opened every one is answered with that error, and the store ends this thread.
 // Logs hold no foreign keys, and deleted rows are old logs, not secrets: no secure_delete.
-const opening: Promise<SqlLogStore> = Promise.resolve().then(() => SqlLogStore.open(new SqliteDriver((workerData as { path: string }).path, {})));
+const opening: Promise<SqlLogStore> = Promise.resolve().then(() => SqlLogStore.open(new SqliteDriver(path, {})));
 opening.catch(() => undefined);
 
 port.on('message', (request: WorkerRequest) => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeBatch, encodeBatch, transferablesOf } from '../../../proxy/logs/log-batch-codec.ts';
-import { rowOf } from '../../../proxy/logs/log-sql.ts';
+import { LOG_COLUMNS, rowOf, valuesOf, type LogColumn } from '../../../proxy/logs/log-sql.ts';
 import type { RequestRecord } from '../../../proxy/observability/request-record.ts';
 import { logRecord } from './request-log-store-suite.ts';
 
@@ -61,4 +61,9 @@ test('a malformed batch is refused, not misread', () => {
   const batch = encodeBatch([logRecord()]);
   assert.throws(() => decodeBatch({ ...batch, count: 2 }), /malformed/);
   assert.throws(() => decodeBatch({ ...batch, attemptNumbers: new Float64Array(3) }), /malformed/);
+});
+
+test('the insert binds every column in LOG_COLUMNS order', () => {
+  const row = Object.fromEntries(LOG_COLUMNS.map((column) => [column, `value of ${column}`])) as Record<LogColumn, unknown>;
+  assert.deepEqual(valuesOf(row), LOG_COLUMNS.map((column) => `value of ${column}`));
 });

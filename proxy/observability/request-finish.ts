@@ -147,15 +147,19 @@ export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps
   } catch (error) {
     containFailure(deps, 'metrics', error);
   }
+  const sink = deps.requestSink !== undefined && route.startsWith('/v1/') && !UNLOGGED_READS.has(route) ? deps.requestSink : undefined;
   let record: RequestRecord | undefined;
   try {
-    record = recordOf(context, request.method, route, status, now);
-    logRequest(deps.logger, record, context.clientAborted);
+    // Neither a store nor a log line to write: no record.
+    if (sink !== undefined || deps.logger.isLevelEnabled('info')) {
+      record = recordOf(context, request.method, route, status, now, sink !== undefined);
+      logRequest(deps.logger, record, context.clientAborted);
+    }
   } catch (error) {
     containFailure(deps, 'log', error);
   }
   try {
-    if (record !== undefined && deps.requestSink !== undefined && route.startsWith('/v1/') && !UNLOGGED_READS.has(route)) deps.requestSink(record);
+    if (record !== undefined && sink !== undefined) sink(record);
   } catch (error) {
     containFailure(deps, 'log_store', error);
   }
@@ -197,10 +201,11 @@ function settleTokens(context: RequestContext): void {
   charge(total > 0 ? total : 0);
 }
 
-function recordOf(context: RequestContext, method: string, route: string, status: number, now: bigint): RequestRecord {
+function recordOf(context: RequestContext, method: string, route: string, status: number, now: bigint, stored: boolean): RequestRecord {
   const usage = context.usage;
   return {
-    id: randomRecordId(),
+    // Only a store reads the id (the log line does not).
+    id: stored ? randomRecordId() : '',
     traceId: context.traceId,
     startedAt: context.startedAtMs,
     method,

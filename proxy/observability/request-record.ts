@@ -8,7 +8,7 @@ export type { AttemptRecord } from '../request-context.ts';
 // once per request after the response has gone out, off the critical path.
 
 export interface RequestRecord {
-  /** Unique id of this record (UUID). */
+  /** Unique id of this record (UUID); empty when no store takes the record (the log line alone reads it). */
   readonly id: string;
   readonly traceId: string;
   /** Unix epoch milliseconds at arrival. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -40,7 +41,7 @@ const reply = { raw: { writableFinished: true, headersSent: true }, statusCode: 
 interface Tree {
   readonly root: string;
   readonly finish: (request: unknown) => void;
-  readonly requestOf: (index: number) => unknown;
+  readonly requestOf: () => unknown;
 }
 
 async function treeAt(root: string): Promise<Tree> {
@@ -67,8 +68,9 @@ async function treeAt(root: string): Promise<Tree> {
   return {
     root,
     finish: (request) => finishRequest(request as never, reply as never, deps),
-    requestOf(index) {
-      const context = newRequestContext(`${index.toString(16).padStart(8, '0')}-bench-trace`, state);
+    requestOf() {
+      // A trace id as the gateway makes one when the client sends none.
+      const context = newRequestContext(randomUUID(), state);
       context.apiKey = apiKey;
       context.configId = 'bench-fallback';
       context.provider = 'openai';
@@ -99,7 +101,7 @@ const settle = (): Promise<void> => new Promise((done) => setImmediate(done)); /
 async function cpuWindow(tree: Tree, count: number): Promise<number> {
   let cpuUs = 0;
   for (let done = 0; done < count; done += 1000) {
-    const requests = Array.from({ length: 1000 }, (_, index) => tree.requestOf(index));
+    const requests = Array.from({ length: 1000 }, () => tree.requestOf());
     const before = process.cpuUsage();
     for (const request of requests) tree.finish(request);
     const cpu = process.cpuUsage(before);
@@ -114,7 +116,7 @@ const pause = (): Promise<void> => new Promise((done) => setTimeout(done, 5));
 
 /** Heap bytes a call over BYTE_CALLS calls, or undefined when a GC ran in the window. */
 async function byteWindow(tree: Tree): Promise<number | undefined> {
-  const requests = Array.from({ length: BYTE_CALLS }, (_, index) => tree.requestOf(index));
+  const requests = Array.from({ length: BYTE_CALLS }, () => tree.requestOf());
   gc!();
   await pause(); // the forced GC's entry reaches the observer
   const gcsBefore = gcs;

@@ -1,4 +1,4 @@
-import { PassThrough, pipeline, Readable, type Transform } from 'node:stream';
+import { pipeline, Readable, type Transform } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
@@ -14,7 +14,8 @@ import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { modelOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
 import type { AnswerReading, StreamFailure } from '../ingress/ingress-translator.ts';
-import { SseFramePipeline, type SseFrameStage } from '../streams/sse-frame-pipeline.ts';
+import { SseFrameFlow, type SseFrameStage } from '../streams/sse-frame-pipeline.ts';
+import { FrameRelay, PASS_THROUGH, type RelayStep } from '../streams/frame-relay.ts';
 import { StreamAssembler } from '../cache/stream-assembler.ts';
 
 // Upstream answer → client. Success bodies are relayed byte for byte (streams chunk by
@@ -255,22 +256,24 @@ function streamAnswer(reply: FastifyReply, input: RelayInput, released: Promise<
     assembled = new StreamAssembler(endpoint);
     stages.push(assembled);
   }
-  let stream: Readable = upstream.body;
-  // A translator is the pipeline's source: the frames it builds are never split or parsed again.
-  const source = target.adapter.createStreamTranslator?.(endpoint, requestBody);
-  if (source !== undefined) {
+  let source: Readable = upstream.body;
+  let step: RelayStep = PASS_THROUGH;
+  // A translator is the flow's source: the frames it builds are never split or parsed again.
+  const translator = target.adapter.createStreamTranslator?.(endpoint, requestBody);
+  if (translator !== undefined) {
     reply.removeHeader('content-length');
     reply.header('content-type', 'text/event-stream; charset=utf-8');
     reply.header('cache-control', 'no-cache');
-    stream = chain(stream, new SseFramePipeline(stages, { source }));
+    step = new SseFrameFlow(stages, { source: translator });
   } else if (stages.length > 0) {
-    stream = chain(stream, new SseFramePipeline(stages));
+    step = new SseFrameFlow(stages);
   } else if (/event-stream/i.test(String(upstream.headers['content-type'] ?? ''))) {
     // Relayed untouched: still, one oversize event ends the stream before anything buffers it.
-    stream = chain(stream, new SseEventSizeGuard());
+    source = chain(source, new SseEventSizeGuard());
   }
   reply.removeHeader('content-length');
-  return { stream: endWithErrorEvent(stream, input), assembled };
+  // One hop to the client; a failure after the status went out ends it with an error event.
+  return { stream: new FrameRelay(source, step, (error) => failureEvent(error, input)), assembled };
 }
 
 function chain(source: Readable, next: Transform): Readable {
@@ -293,31 +296,24 @@ function recordUsage(usage: AnswerUsage, model: string | undefined, input: Relay
 /**
  * Once the status is sent, a failure can no longer be a 4xx/5xx: a stream that stalls past
  * request_timeout or carries an oversize event ends with an error event instead (worded by
- * the client protocol), and the upstream request is aborted.
+ * the client protocol), and the upstream request is aborted. Any other failure cuts the stream.
  */
-function endWithErrorEvent(source: Readable, input: RelayInput): Readable {
+function failureEvent(error: Error & { code?: string }, input: RelayInput): string | undefined {
   const { target, context, upstream } = input;
-  const out = new PassThrough();
-  source.pipe(out, { end: true });
-  source.on('error', (error: Error & { code?: string }) => {
-    source.unpipe(out);
-    let failure: StreamFailure;
-    if (error instanceof SseEventTooLargeError) {
-      failure = { status: 502, type: 'api_error', message: error.message, code: error.code };
-    } else if (error.code === 'UND_ERR_BODY_TIMEOUT' && input.streamIdleTimeoutMs !== undefined) {
-      failure = {
-        status: 408,
-        type: 'timeout_error',
-        message: `The stream from ${target.provider} stalled for more than ${input.streamIdleTimeoutMs} ms (request_timeout).`,
-        code: 'AIGW_ERR_REQUEST_TIMEOUT',
-      };
-    } else {
-      out.destroy(error);
-      return;
-    }
-    context.errorCode = failure.code;
-    discard(upstream.body);
-    out.end(input.ingress.streamErrorEvent(failure));
-  });
-  return out;
+  let failure: StreamFailure;
+  if (error instanceof SseEventTooLargeError) {
+    failure = { status: 502, type: 'api_error', message: error.message, code: error.code };
+  } else if (error.code === 'UND_ERR_BODY_TIMEOUT' && input.streamIdleTimeoutMs !== undefined) {
+    failure = {
+      status: 408,
+      type: 'timeout_error',
+      message: `The stream from ${target.provider} stalled for more than ${input.streamIdleTimeoutMs} ms (request_timeout).`,
+      code: 'AIGW_ERR_REQUEST_TIMEOUT',
+    };
+  } else {
+    return undefined;
+  }
+  context.errorCode = failure.code;
+  discard(upstream.body);
+  return input.ingress.streamErrorEvent(failure);
 }

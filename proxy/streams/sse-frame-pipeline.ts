@@ -19,44 +19,39 @@ export interface SseFrameStage {
 }
 
 /**
- * The frame source (the one splitter unless a translator is given) and the stages, as a
- * stream: bytes in, the client's text out. An event over the splitter's cap fails the stream
- * with SseEventTooLargeError.
+ * The frame source (the one splitter unless a translator is given) and the stages: bytes in,
+ * the client's text out, chunk by chunk. A promise only when a stage waits. An event over the
+ * splitter's cap throws SseEventTooLargeError. Used as it is by the relay (FrameRelay, one
+ * stream hop per chunk) and wrapped as a Transform below.
  */
-export class SseFramePipeline extends Transform {
+export class SseFrameFlow {
   readonly #source: SseFrameSource;
   readonly #stages: readonly SseFrameStage[];
 
   constructor(stages: readonly SseFrameStage[], options: { maxEventBytes?: number; source?: SseFrameSource } = {}) {
-    super();
     this.#stages = stages;
     this.#source = options.source ?? new SseFrameSplitter(options);
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#run(() => this.#source.push(chunk), callback);
+  chunk(chunk: Buffer): string | Promise<string> {
+    return this.#through(this.#source.push(chunk), 0);
   }
 
-  override _flush(callback: TransformCallback): void {
-    this.#run(
-      () => this.#source.end(),
-      (error, out) => {
-        if (error === null || error === undefined) for (const stage of this.#stages) stage.end?.();
-        callback(error, out);
-      },
-    );
-  }
-
-  #run(split: () => SseFrame[], callback: TransformCallback): void {
-    let out: string | Promise<string>;
-    try {
-      out = this.#through(split(), 0);
-    } catch (error) {
-      callback(error as Error);
-      return;
+  /** The upstream ended: the last frames, then every stage's end (not after a failure). */
+  end(): string | Promise<string> {
+    const out = this.#through(this.#source.end(), 0);
+    if (typeof out === 'string') {
+      this.#ended();
+      return out;
     }
-    if (typeof out === 'string') callback(null, out === '' ? undefined : out);
-    else out.then((text) => callback(null, text === '' ? undefined : text), (error: unknown) => callback(error as Error));
+    return out.then((text) => {
+      this.#ended();
+      return text;
+    });
+  }
+
+  #ended(): void {
+    for (const stage of this.#stages) stage.end?.();
   }
 
   /** The text the frames become after stages `from`…; a promise only when a stage waits. */
@@ -89,5 +84,35 @@ export class SseFramePipeline extends Transform {
       current = output as SseFrame;
     }
     return current.raw;
+  }
+}
+
+/** SseFrameFlow as a stream (bytes in, the client's text out), for callers that pipe. */
+export class SseFramePipeline extends Transform {
+  readonly #flow: SseFrameFlow;
+
+  constructor(stages: readonly SseFrameStage[], options: { maxEventBytes?: number; source?: SseFrameSource } = {}) {
+    super();
+    this.#flow = new SseFrameFlow(stages, options);
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    SseFramePipeline.#run(() => this.#flow.chunk(chunk), callback);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    SseFramePipeline.#run(() => this.#flow.end(), callback);
+  }
+
+  static #run(step: () => string | Promise<string>, callback: TransformCallback): void {
+    let out: string | Promise<string>;
+    try {
+      out = step();
+    } catch (error) {
+      callback(error as Error);
+      return;
+    }
+    if (typeof out === 'string') callback(null, out === '' ? undefined : out);
+    else out.then((text) => callback(null, text === '' ? undefined : text), (error: unknown) => callback(error as Error));
   }
 }

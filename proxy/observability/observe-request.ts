@@ -183,8 +183,9 @@ export function providerLabel(provider: string | undefined, state: GatewayState)
  */
 export function observeRequest(metrics: GatewayMetrics, context: RequestContext, route: string, status: number, now: bigint = process.hrtime.bigint()): void {
   const seconds = Number(now - context.startedAt) / 1e9;
-  const known = knownLabels(context.state);
-  const provider = context.provider === undefined ? 'none' : known.providers.has(context.provider) ? context.provider : 'custom';
+  const requested = context.provider;
+  const known = requested === undefined ? undefined : knownLabels(context.state);
+  const provider = known === undefined ? 'none' : known.providers.has(requested as string) ? (requested as string) : 'custom';
   const cache = cacheOf(metrics);
   const byRoute = routeNode(metrics, cache, route);
   const byProvider = providerNode(cache, byRoute, provider);
@@ -192,7 +193,7 @@ export function observeRequest(metrics: GatewayMetrics, context: RequestContext,
   series.requests();
   series.duration(seconds);
 
-  if (context.provider === undefined) return;
+  if (known === undefined) return;
   const operation = byRoute.operation;
   const usage = context.usage;
   const cost = context.costUsd;

@@ -14,8 +14,9 @@ import type { RequestLogStore } from '../proxy/logs/request-log-store.ts';
 // rest (V8 helpers). Also the wall time of each insertMany (≈ the worker's busy stretch per
 // batch) and that every record was written. Linux only.
 //
-//   node bench/log-store-cpu.ts [--records 20000] [--root <tree>]          one run, one JSON line
+//   node bench/log-store-cpu.ts [--records 20000] [--warmup 20000] [--root <tree>]   one run, one JSON line
 //   node bench/log-store-cpu.ts --ab <treeA>,<treeB> [--rounds 5]          alternating runs, medians
+//   … --ordered-ids: record ids time-first (UUIDv7-like) instead of random v4
 //
 //   taskset -c 1 node bench/log-store-cpu.ts --load 480 --seconds 20 --nice 5 [--rate 500]
 //     the store beside a busy serving thread on one core: each record costs the main thread
@@ -70,10 +71,19 @@ function threadNs(): { main: number; worker: number; other: number } {
 
 let sequence = 0;
 /** A record as the harness's fallback config makes it: one attempt, usage, cost, no metadata. */
+const orderedIds = args.includes('--ordered-ids');
+/** A UUIDv7-like id (time first) with --ordered-ids: the primary key index is then appended to. */
+function recordId(startedAt: number): string {
+  const random = randomUUID();
+  if (!orderedIds) return random;
+  const ms = startedAt.toString(16).padStart(12, '0');
+  return `${ms.slice(0, 8)}-${ms.slice(8)}-7${random.slice(15)}`;
+}
+
 function harnessRecord(): RequestRecord {
   sequence++;
   return {
-    id: randomUUID(),
+    id: recordId(1_790_000_000_000 + sequence),
     traceId: randomUUID().replaceAll('-', ''),
     startedAt: 1_790_000_000_000 + sequence,
     method: 'POST',
@@ -140,7 +150,9 @@ async function runOnce(root: string, records: number): Promise<Result> {
     }
     await writer.flush();
   };
-  await feed(Array.from({ length: 2000 }, harnessRecord)); // warm-up: JIT, the table's first pages
+  // Warm-up: the JIT's tiers (optimizing compiles run on V8's helper threads), the table's first pages.
+  const warmup = Number(arg('--warmup') ?? 20_000);
+  await feed(Array.from({ length: warmup }, harnessRecord));
   const timedRecords = Array.from({ length: records }, harnessRecord);
   const before = threadNs();
   timing = true;
@@ -166,7 +178,7 @@ async function runOnce(root: string, records: number): Promise<Result> {
     batchMsP50: Math.round(percentile(batchMs, 50) * 100) / 100,
     batchMsP99: Math.round(percentile(batchMs, 99) * 100) / 100,
     batchMsMax: Math.round((batchMs.at(-1) ?? Number.NaN) * 100) / 100,
-    stored: stored - 2000,
+    stored: stored - warmup,
     dropped: stats.dropped.queueFull + stats.dropped.writeFailed + stats.dropped.closed,
   };
 }
@@ -263,7 +275,7 @@ if (load !== undefined) {
     // ABBA: each tree goes first as often as the other.
     const order = round % 2 === 0 ? roots : [...roots].reverse();
     for (const root of order) {
-      const line = execFileSync(process.execPath, [import.meta.filename, '--root', root, '--records', String(records)], { encoding: 'utf8' });
+      const line = execFileSync(process.execPath, [import.meta.filename, '--root', root, '--records', String(records), '--warmup', arg('--warmup') ?? '20000', ...(orderedIds ? ['--ordered-ids'] : [])], { encoding: 'utf8' });
       const result = JSON.parse(line.trim().split('\n').at(-1) ?? '{}') as Result;
       results.get(root)?.push(result);
       console.error(JSON.stringify(result));

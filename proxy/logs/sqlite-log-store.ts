@@ -14,7 +14,7 @@ import {
 // synchronous; measured on the dev box, a 500-row commit took 15–25 ms (median) and up to
 // ~90 ms when a WAL checkpoint hit the disk — on the serving thread that would be added to
 // every in-flight request. Here the serving thread only posts messages and awaits replies;
-// a batch of records goes as columns (log-batch-codec.ts: ~2 µs a record with the post,
+// a batch of records goes as columns (log-batch-codec.ts: ~1.5 µs a record with the post,
 // against ~8 for JSON text and ~4 for a structured clone of the objects).
 //
 //   const store = await SqliteLogStore.open({ path: '.data/request-logs.sqlite' });

@@ -21,6 +21,7 @@ import { FilePolicyStore } from '../proxy/ratelimit/policy-store.ts';
 import { FileUsageLimitStore } from '../proxy/budgets/usage-limit-store.ts';
 import { createGatewayLogger } from '../proxy/observability/log-line.ts';
 import { startGateway } from '../proxy/start-gateway.ts';
+import { releaseStartUpMemory } from './start-up-memory.ts';
 import { StateLoadError } from '../proxy/errors.ts';
 
 const USAGE = `Usage: aigateway <command> [options]
@@ -216,6 +217,7 @@ async function serve(args: string[]): Promise<number> {
     stateSource: kubeStateSourceOf(pick(values['kube-configmap'], 'AIGATEWAY_KUBE_CONFIGMAP'), pick(values['kube-secret'], 'AIGATEWAY_KUBE_SECRET'), env, logger),
     requestSink: exchanges !== undefined && requestLogging !== undefined ? exchanges.wrapSink(requestLogging.sink) : requestLogging?.sink,
     console: consoleOn,
+    beforeListen: releaseStartUpMemory,
     plugins: [
       batchesPluginOf(values, dataDir),
       ...(requestLogging === undefined ? [] : [requestLogging.routes]),

@@ -98,6 +98,8 @@ export interface StartGatewayOptions {
    * files lag by the kubelet's sync and must not roll a newer state back.
    */
   stateSource?: (host: StateSourceHost) => ExternalStateSource;
+  /** Runs once the server is built, before it listens (the CLI hands start-up's memory back here). */
+  beforeListen?: () => void;
   /** Clock for breakers and retry budgets (tests inject a fake one). */
   now?: () => number;
   random?: () => number;
@@ -315,6 +317,10 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   });
   let metricsServer: Server | undefined;
   try {
+    if (options.beforeListen !== undefined) {
+      await server.app.ready(); // the plugins are registered: what start-up builds is built
+      options.beforeListen();
+    }
     await server.app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
     metricsServer = options.metricsPort === undefined ? undefined : await serveMetrics(metrics, options.metricsPort, options.host ?? '127.0.0.1');
   } catch (error) {

@@ -4,8 +4,11 @@
 // load generator in a child process, so this process holds only the gateway. `--alloc`
 // samples allocations (V8's sampling heap profiler, collected objects included) and prints
 // the bytes allocated per request by each file of the tree's proxy/. `--tree` loads the
-// gateway of another checkout (an A/B of two trees: alternate runs of each).
-import { fork } from 'node:child_process';
+// gateway of another checkout (an A/B of two trees: alternate runs of each). Instructions per
+// request, which a loaded machine does not move: run it under
+//   valgrind --tool=callgrind --instr-atstart=no node bench/inference-cpu.ts --callgrind …
+// (instrumentation is switched on for the measured rounds only; Ir / requests is the count).
+import { execFileSync, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Session } from 'node:inspector/promises';
 import { join, resolve } from 'node:path';
@@ -92,7 +95,7 @@ function allocations(profile: AllocationSample, tree: string): { byFile: Map<str
   return { byFile, byFunction };
 }
 
-async function gatewaySide(tree: string, requests: number, rounds: number, alloc: boolean): Promise<void> {
+async function gatewaySide(tree: string, requests: number, rounds: number, alloc: boolean, callgrind: boolean): Promise<void> {
   const child = fork(fileURLToPath(import.meta.url), ['--peer'], { stdio: 'inherit', execArgv: [] });
   const next = (): Promise<PeerMessage> => new Promise((done) => child.once('message', (message) => done(message as PeerMessage)));
   const { upstream } = (await next()) as { upstream: string };
@@ -115,12 +118,14 @@ async function gatewaySide(tree: string, requests: number, rounds: number, alloc
   try {
     await batch(Math.min(requests, 5_000)); // warm-up
     const perRound: number[] = [];
+    if (callgrind) execFileSync('callgrind_control', ['-i', 'on', String(process.pid)], { stdio: 'ignore' });
     for (let round = 0; round < rounds; round++) {
       const start = process.threadCpuUsage();
       await batch(requests);
       const used = process.threadCpuUsage(start);
       perRound.push((used.user + used.system) / requests);
     }
+    if (callgrind) execFileSync('callgrind_control', ['-i', 'off', String(process.pid)], { stdio: 'ignore' });
     process.stdout.write(`${tree}: main thread µs/request by round: ${perRound.map((value) => value.toFixed(1)).join(' ')}\n`);
     if (alloc) {
       const session = new Session();
@@ -152,9 +157,10 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
       requests: { type: 'string', default: '20000' },
       rounds: { type: 'string', default: '3' },
       alloc: { type: 'boolean', default: false },
+      callgrind: { type: 'boolean', default: false },
       peer: { type: 'boolean', default: false },
     },
   });
   if (values.peer) await peer();
-  else await gatewaySide(resolve(values.tree), Number(values.requests), Number(values.rounds), values.alloc);
+  else await gatewaySide(resolve(values.tree), Number(values.requests), Number(values.rounds), values.alloc, values.callgrind);
 }

@@ -172,9 +172,10 @@ function firstChunk(body: Dispatcher.ResponseData['body']): Promise<void> {
     const onReadable = (): void => done();
     const onError = (error: Error): void => done(error);
     const onEnd = (): void => done(Object.assign(new Error('the stream ended before any data'), { code: 'UND_ERR_SOCKET' }));
+    // `on`, not `once` (no wrapper closures): `done` removes all three.
     body.on('readable', onReadable);
-    body.once('error', onError);
-    body.once('end', onEnd);
+    body.on('error', onError);
+    body.on('end', onEnd);
   });
 }
 

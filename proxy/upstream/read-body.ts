@@ -108,9 +108,10 @@ export function readBodyPrefix(body: Body, limit: number): Promise<BodyPrefix> {
       finish();
       reject(error);
     };
+    // `on`, not `once` (no wrapper closures): `finish` removes all three on the first end or error.
     body.on('readable', onReadable);
-    body.once('end', onEnd);
-    body.once('error', onError);
+    body.on('end', onEnd);
+    body.on('error', onError);
   });
 }
 

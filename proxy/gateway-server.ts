@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { authenticateMatchedRoute, isPublicRoute, PUBLIC_ROUTE } from './auth/route-access.ts';
@@ -14,6 +13,7 @@ import { HEADER, headerValue } from './gateway-headers.ts';
 import type { GatewayMetrics } from './observability/gateway-metrics.ts';
 import type { RequestRecordSink } from './observability/request-record.ts';
 import { armRequestFinish, type FinishDeps } from './observability/request-finish.ts';
+import { randomRecordId } from './observability/record-id.ts';
 import { environmentTracer, type RequestTracer } from './observability/tracing.ts';
 import { findDuplicateKey } from './openai/json-duplicate-keys.ts';
 import { newRequestContext } from './request-context.ts';
@@ -267,7 +267,8 @@ const TRACE_ID = /^[\x21-\x7e]+$/;
 
 function traceIdFor(presented: string | undefined): string {
   if (presented !== undefined && presented.length <= MAX_TRACE_ID_LENGTH && TRACE_ID.test(presented)) return presented;
-  return randomUUID();
+  // Time-ordered like record ids: the log store's trace-id index is appended to.
+  return randomRecordId();
 }
 
 // Node's HTTP parser rejects the request before Fastify sees it; answer in the OpenAI shape

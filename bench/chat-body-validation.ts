@@ -6,19 +6,9 @@
 import { validateRequestBody } from '../proxy/openai/body-validation.ts';
 import { chatCompletionsBodySchema } from '../proxy/openai/chat-completions-body.ts';
 import { findDuplicateKey } from '../proxy/openai/json-duplicate-keys.ts';
+import { harnessChatBody } from './harness-body.ts';
 
-// The shared harness's body (bench/run.ts), byte for byte.
-const raw = Buffer.from(
-  JSON.stringify({
-    model: 'gpt-4o-mini',
-    messages: [
-      { role: 'system', content: 'You are a helpful assistant.' },
-      { role: 'user', content: 'Summarise the benefits of connection pooling in HTTP proxies in two sentences, please, for a benchmark request body.' },
-    ],
-    temperature: 0.2,
-    max_tokens: 128,
-  }),
-);
+const raw = harnessChatBody(false);
 const body = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
 const N = 100_000;
 const time = (run: () => unknown): number => {

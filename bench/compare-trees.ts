@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { createLoadPool, runClosedLoop, type RequestSpec } from './load-generator.ts';
 import { markdownTable } from './report.ts';
 import { AIGATEWAY_NODE_OPTIONS, freePort, launchPrefix, ROUTING_CONFIG_IDS, startMock, tasksetAvailable, waitForHttp, type BenchProcess } from './targets.ts';
+import { harnessChatBody } from './harness-body.ts';
 
 // A/B of two (or more) checkouts of aigateway under the harness's request: each tree runs
 // its own `bin/aigateway.js serve` on bench/aigateway-state.yaml (auth, the saved fallback
@@ -95,17 +96,7 @@ try {
   const spec: RequestSpec = {
     path: '/v1/chat/completions',
     headers: { 'content-type': 'application/json', 'x-gateway-api-key': apiKey, 'x-gateway-config': ROUTING_CONFIG_IDS[values.routing === 'single' ? 'single' : 'fallback'] },
-    body: Buffer.from(
-      JSON.stringify({
-        model: 'gpt-4o-mini',
-        messages: [
-          { role: 'system', content: 'You are a helpful assistant.' },
-          { role: 'user', content: 'Summarise the benefits of connection pooling in HTTP proxies in two sentences, please, for a benchmark request body.' },
-        ],
-        temperature: 0.2,
-        max_tokens: 128,
-      }),
-    ),
+    body: harnessChatBody(false),
   };
   const connections = Number(values.connections);
   const pools = new Map(trees.map((tree) => [tree, createLoadPool(tree.origin ?? '', connections)]));

@@ -15,21 +15,12 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { harnessChatBody } from './harness-body.ts';
 
 type PeerMessage = { upstream: string } | { done: number };
 type GatewayMessage = { url: string; headers: Record<string, string>; requests: number } | { exit: true };
 
-const BODY = Buffer.from(
-  JSON.stringify({
-    model: 'gpt-4o-mini',
-    messages: [
-      { role: 'system', content: 'You are a helpful assistant.' },
-      { role: 'user', content: 'Summarise the benefits of connection pooling in HTTP proxies in two sentences, please, for a benchmark request body.' },
-    ],
-    temperature: 0.2,
-    max_tokens: 128,
-  }),
-);
+const BODY = harnessChatBody(false);
 const CONNECTIONS = 16;
 
 /** The child: the mock upstream, and a closed loop of exactly `requests` requests on demand. */

@@ -10,6 +10,7 @@ import { COMPLETION_BODY } from './mock-upstream.ts';
 import { coreBusySeconds, cpuSeconds, procAvailable, rssMiB, waitUntilIdle } from './process-stats.ts';
 import { renderReport, type Scenario, type ScenarioResult, type TargetTotals } from './report.ts';
 import { runWrkClosedLoop, wrkPath } from './wrk-closed-loop.ts';
+import { harnessChatBody } from './harness-body.ts';
 import {
   BENCH_DIR,
   directTarget,
@@ -99,23 +100,8 @@ const SCENARIOS: Scenario[] = [
   { id: 'stream', title: `Streaming, 200 streams/s (${mockSettings.chunks} chunks ${mockSettings.chunkIntervalMs} ms apart)`, kind: 'stream', rate: 200, connections: 0 },
 ];
 
-// The shared yardstick's request body (its body.json / body-stream.json), byte for byte:
-// parsing, the duplicate-key scan and validation cost by the byte.
-const chatBody = (stream: boolean): Buffer =>
-  Buffer.from(
-    JSON.stringify({
-      model: 'gpt-4o-mini',
-      messages: [
-        { role: 'system', content: 'You are a helpful assistant.' },
-        { role: 'user', content: 'Summarise the benefits of connection pooling in HTTP proxies in two sentences, please, for a benchmark request body.' },
-      ],
-      temperature: 0.2,
-      max_tokens: 128,
-      ...(stream ? { stream: true } : {}),
-    }),
-  );
-const PLAIN_BODY = chatBody(false);
-const STREAM_BODY = chatBody(true);
+const PLAIN_BODY = harnessChatBody(false);
+const STREAM_BODY = harnessChatBody(true);
 const specFor = (target: Target, stream: boolean): RequestSpec => ({ path: '/v1/chat/completions', headers: target.headers, body: stream ? STREAM_BODY : PLAIN_BODY });
 
 const log = (line: string): void => {

@@ -11,6 +11,28 @@ import { assertAmount, type BudgetReservation, type BudgetSettlement, type Budge
 // all-or-nothing and no replica can slip in between the check and the take. Keys carry the
 // `{budget}` hash tag so the script's keys share a slot on a Redis Cluster too.
 
+/**
+ * The end of a settlement's loop over its counters: `used` moves by the real cost minus what
+ * is given back (`refund`, a Lua variable), `spent` by the cost; the alert threshold is marked
+ * once (HSETNX) by the write that crosses it; {used, spent, crossed} per counter.
+ */
+function spendAndReply(refund: string): string {
+  return `  local used = redis.call('HINCRBY', KEYS[i], 'u', actual - ${refund})
+  if used < 0 then redis.call('HSET', KEYS[i], 'u', 0); used = 0 end
+  local spent = redis.call('HINCRBY', KEYS[i], 's', actual)
+  local crossed = 0
+  if alertAt >= 0 and actual > 0 and spent >= alertAt and spent - actual < alertAt then
+    crossed = redis.call('HSETNX', KEYS[i], 'a', 1)
+  end
+  if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) end
+  out[#out + 1] = used
+  out[#out + 1] = spent
+  out[#out + 1] = crossed
+end
+return out
+`;
+}
+
 // KEYS: counters; ARGV per key: limit, amount, ttl; then the request's token.
 export const RESERVE_LUA = `
 local n = #KEYS
@@ -43,20 +65,7 @@ for i = 1, #KEYS do
   local actual = tonumber(ARGV[i * 3 - 2])
   local ttl = tonumber(ARGV[i * 3 - 1])
   local alertAt = tonumber(ARGV[i * 3])
-  local used = redis.call('HINCRBY', KEYS[i], 'u', actual - reserved)
-  if used < 0 then redis.call('HSET', KEYS[i], 'u', 0); used = 0 end
-  local spent = redis.call('HINCRBY', KEYS[i], 's', actual)
-  local crossed = 0
-  if alertAt >= 0 and spent >= alertAt and spent - actual < alertAt then
-    crossed = redis.call('HSETNX', KEYS[i], 'a', 1)
-  end
-  if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) end
-  out[#out + 1] = used
-  out[#out + 1] = spent
-  out[#out + 1] = crossed
-end
-return out
-`;
+${spendAndReply('reserved')}`;
 
 // A lease (budget-leases.ts) is a reservation under the replica's lease token that grows.
 // KEYS: the counter; ARGV: limit, want, minimum, divisor, ttl, lease token. Grants
@@ -89,20 +98,7 @@ for i = 1, #KEYS do
   local actual = tonumber(ARGV[i * 4 - 3])
   local ttl = tonumber(ARGV[i * 4 - 1])
   local alertAt = tonumber(ARGV[i * 4])
-  local used = redis.call('HINCRBY', KEYS[i], 'u', actual - taken)
-  if used < 0 then redis.call('HSET', KEYS[i], 'u', 0); used = 0 end
-  local spent = redis.call('HINCRBY', KEYS[i], 's', actual)
-  local crossed = 0
-  if alertAt >= 0 and actual > 0 and spent >= alertAt and spent - actual < alertAt then
-    crossed = redis.call('HSETNX', KEYS[i], 'a', 1)
-  end
-  if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) end
-  out[#out + 1] = used
-  out[#out + 1] = spent
-  out[#out + 1] = crossed
-end
-return out
-`;
+${spendAndReply('taken')}`;
 
 // KEYS: counters; ARGV: the request's token. Undoes a reservation whose answer was lost.
 const CANCEL_LUA = `

@@ -307,13 +307,13 @@ export class RedisBudgetStore implements BudgetStore {
   #askLease(leases: BudgetLeases, ask: LeaseAsk): void {
     const args = ['1', this.#prefix + ask.key, String(ask.limit), String(ask.want), String(ask.minimum), String(leases.settings.divisor), String(ask.ttlSeconds), this.#leaseToken];
     const asked = this.#redis.call((client) => client.aigwBudgetLease(...args)).then(
-      (reply) => {
-        leases.granted(ask, Number(reply[0]), Number(reply[1]), Date.now());
-        if (Number(reply[0]) > 0 && !this.#closing) this.#sweepTimer ??= setInterval(() => this.#sweep(leases), leases.settings.idleMs).unref();
-      },
+      (reply) => leases.granted(ask, Number(reply[0]), Number(reply[1]), Date.now()),
       // A lease lost to a timeout after Redis granted it stays counted (conservative).
       () => leases.failed(ask, Date.now()),
     );
+    // Every counter in the book is swept: idle leases go back, and counters refused a lease are
+    // forgotten (else they would fill maxCounters for good).
+    this.#sweepTimer ??= setInterval(() => this.#sweep(leases), leases.settings.idleMs).unref();
     this.#asking.add(asked);
     void asked.finally(() => this.#asking.delete(asked));
   }

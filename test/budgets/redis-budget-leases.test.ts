@@ -144,6 +144,18 @@ describe('RedisBudgetStore leases', { skip }, () => {
     }, 'the idle lease to go back'), { used: 80, spent: 80, leased: 0, open: 0 });
   });
 
+  test('counters refused a lease are forgotten when idle, so they never fill the book for good', async () => {
+    const store = open({ leases: { idleMs: 20, maxCounters: 1 } });
+    const small = counter('refused');
+    // 1,000 free / 16 < two reservations: the lease is refused.
+    await store.reserve(reserve(small, 1_000, 100), 'small-1');
+    const big = counter('after');
+    await eventually(async () => {
+      await store.reserve(reserve(big, 1_000_000, 100), `big-${serial++}`);
+      return (await fields(big)).leased > 0;
+    }, 'a lease on a new counter once the refused one was forgotten', { timeoutMs: 5_000, intervalMs: 50 });
+  });
+
   test('a lowered limit is checked in Redis, with the replica\'s lease given back first', async () => {
     const store = open();
     const key = counter('lowered');

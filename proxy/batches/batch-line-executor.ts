@@ -21,6 +21,8 @@ export function injectLineExecutor(host: Pick<GatewayHost, 'inject'>): (line: Cl
         body: JSON.stringify(line.request.body),
       });
     } catch (error) {
+      // The server began to close after the line was claimed: it never ran, so it goes back.
+      if ((error as { code?: unknown }).code === 'FST_ERR_REOPENED_CLOSE_SERVER') return { notRun: true };
       return { succeeded: false, resultLine: errorLine(line.customId, { code: 'gateway_error', message: (error as Error).message }) };
     }
     if (isClosingAnswer(answer.statusCode, answer.body)) return { notRun: true };

@@ -35,6 +35,8 @@ export class BatchRunner {
   readonly #options: Required<Omit<BatchRunnerOptions, 'exclusive'>> & { exclusive: boolean };
   readonly #inFlight = new Set<Promise<void>>();
   #stopped = true;
+  /** False once the server closes: inject refuses new requests, so no line is claimed to fail. */
+  #claiming = false;
   #loop: Promise<void> | undefined;
   #wake: (() => void) | undefined;
   /** A wake that came while a pass was running: the next sleep is skipped. */
@@ -61,6 +63,7 @@ export class BatchRunner {
   async start(): Promise<void> {
     if (!this.#stopped) return;
     this.#stopped = false;
+    this.#claiming = true;
     const { store, now } = this.#options;
     await store.heartbeat(this.workerId, now());
     this.#heartbeatTimer = setInterval(() => this.#beat(), this.#options.leaseMs / 4);
@@ -84,6 +87,11 @@ export class BatchRunner {
   wake(): void {
     if (this.#wake === undefined) this.#woken = true;
     else this.#wake();
+  }
+
+  /** Stops claiming lines at once; those in flight still run (the server begins to close). */
+  halt(): void {
+    this.#claiming = false;
   }
 
   /** Stops claiming lines and waits for those in flight to be recorded. */
@@ -139,7 +147,7 @@ export class BatchRunner {
 
   async #fill(): Promise<void> {
     const { store, now, concurrency } = this.#options;
-    if (this.#stopped) return;
+    if (this.#stopped || !this.#claiming) return;
     const lines = await store.claimLines(this.workerId, now(), concurrency - this.#inFlight.size);
     for (const line of lines) {
       const running = this.#runLine(line).finally(() => {

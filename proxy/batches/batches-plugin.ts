@@ -57,6 +57,8 @@ export function batchesPlugin(options: BatchesPluginOptions): (host: GatewayHost
       await runner.start();
       host.logger.info({ worker: runner.workerId, store: options.store.kind }, 'batch worker started');
     });
+    // Closing makes inject refuse new requests: claim nothing more (those in flight finish).
+    app.addHook('preClose', async () => runner.halt());
     app.addHook('onClose', async () => {
       await runner.stop();
       await batches.close();

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { DatabaseSync } from 'node:sqlite';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { dump } from 'js-yaml';
@@ -115,6 +116,46 @@ async function assertNoDuplicates(base: string, id: string): Promise<{ interrupt
 function delayEveryReply(ms: number): void {
   for (let i = 0; i < LINES * 2; i++) mock.enqueue({ delayMs: ms });
 }
+
+/** The status of each line of a standalone gateway's batch, read from its SQLite file. */
+function lineStatuses(dataDir: string, id: string): Map<string, number> {
+  const db = new DatabaseSync(join(dataDir, 'batches.sqlite'), { readOnly: true });
+  try {
+    const rows = db.prepare('SELECT status, count(*) AS n FROM aigw_batch_lines WHERE batch_id = ? GROUP BY status').all(id);
+    return new Map(rows.map((row) => [String(row['status']), Number(row['n'])]));
+  } finally {
+    db.close();
+  }
+}
+
+describe('graceful stop', () => {
+  test('SIGTERM while a line runs and a client holds the drain: the line finishes, no line is claimed to fail, a restart completes the batch', async () => {
+    const dataDir = join(dir, 'sigterm-data');
+    let releaseClient!: () => void;
+    let releaseLine!: () => void;
+    mock.enqueue({ until: new Promise<void>((r) => (releaseClient = r)) }, { until: new Promise<void>((r) => (releaseLine = r)) });
+    const first = await start(['--data-dir', dataDir], { AIGATEWAY_BATCH_CONCURRENCY: '1' });
+    const held = api(first.url, 'POST', '/chat/completions', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'held' }] });
+    await mock.waitForRequests(1);
+    const id = await createBatch(first.url);
+    await mock.waitForRequests(2);
+    first.child.kill('SIGTERM');
+    // Closing has begun once new connections are refused; the held client keeps the drain open.
+    await eventually(async () => (await fetch(`${first.url}/health`).then(() => false, () => true)) || undefined, 'new connections refused');
+    releaseLine();
+    await eventually(async () => (lineStatuses(dataDir, id).get('succeeded') === 1 ? true : undefined), 'the line in flight recorded');
+    releaseClient();
+    await held;
+    await first.stop();
+    const left = lineStatuses(dataDir, id);
+    assert.deepEqual([...left].sort(), [['pending', LINES - 1], ['succeeded', 1]], 'nothing failed, nothing left running');
+    const second = await start(['--data-dir', dataDir]);
+    await eventually(async () => ((await counts(second.url, id)).status === 'completed' ? true : undefined), 'batch completed after restart', { timeoutMs: 60_000 });
+    const { interrupted } = await assertNoDuplicates(second.url, id);
+    assert.equal(interrupted, 0);
+    await second.stop();
+  });
+});
 
 describe('crash recovery', () => {
   test('standalone (SQLite): kill -9 mid-run, restart, the batch completes with no line run twice', async (t) => {

@@ -15,9 +15,9 @@ import type { AttemptRecord, RequestRecord } from '../observability/request-reco
 // numbers: startedAt, status, latencyMs, retries, ttftMs, promptTokens, completionTokens,
 //   totalTokens, cachedTokens, reasoningTokens, costUsd, usageEstimated (1/0), attempt count
 // per attempt: texts target, provider, model, errorCode, skipped; numbers status, durationMs
-const TEXTS = 16;
-const NUMBERS = 13;
-const ATTEMPT_TEXTS = 5;
+export const TEXTS = 16;
+export const NUMBERS = 13;
+export const ATTEMPT_TEXTS = 5;
 
 export interface EncodedBatch {
   readonly count: number;

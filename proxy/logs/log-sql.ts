@@ -252,17 +252,21 @@ const cleanOrNull = (text: string | undefined): string | null => (text === undef
 const numberOrNull = (value: number | undefined): number | null => (value === undefined || !Number.isFinite(value) ? null : value);
 const integerOrNull = (value: number | undefined): number | null => (value === undefined || !Number.isFinite(value) ? null : Math.round(value));
 
+/**
+ * metadata and metadata_flat of a record's metadata. `text`, when given, is its JSON text: with
+ * no `\u` escape in it nothing needs cleaning, and it is what JSON.stringify would give again.
+ */
+export function metadataColumns(metadata: Record<string, unknown>, text?: string): [string, string] {
+  const clean = text === undefined || text.includes('\\u');
+  const cleaned = clean ? (cleanJson(metadata) as Record<string, unknown>) : metadata;
+  const flat: Record<string, string> = {};
+  for (const [key, value] of Object.entries(cleaned)) flat[key] = typeof value === 'string' ? value : JSON.stringify(value);
+  return [clean ? JSON.stringify(cleaned) : (text as string), JSON.stringify(flat)];
+}
+
 /** The stored form of a record. */
 export function rowOf(record: RequestRecord): LogRow {
-  let metadata: string | null = null;
-  let metadataFlat: string | null = null;
-  if (record.metadata !== undefined) {
-    const cleaned = cleanJson(record.metadata) as Record<string, unknown>;
-    const flat: Record<string, string> = {};
-    for (const [key, value] of Object.entries(cleaned)) flat[key] = typeof value === 'string' ? value : JSON.stringify(value);
-    metadata = JSON.stringify(cleaned);
-    metadataFlat = JSON.stringify(flat);
-  }
+  const [metadata, metadataFlat] = record.metadata === undefined ? [null, null] : metadataColumns(record.metadata);
   return {
     id: cleanText(record.id),
     trace_id: cleanText(record.traceId),

@@ -7,6 +7,7 @@ import {
   rowOf,
   statsFromRow,
   summaryStatement,
+  valuesOf,
   type SummaryRow,
 } from './log-sql.ts';
 import {
@@ -94,8 +95,13 @@ export class SqlLogStore implements RequestLogStore {
   }
 
   async insertMany(records: readonly RequestRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    await this.#dialect.insert(this.#open(), this.#table, records.map(rowOf));
+    await this.insertValues(records.map((record) => valuesOf(rowOf(record))));
+  }
+
+  /** Rows already in their stored form: each valuesOf(rowOf(record)) (the SQLite worker's log-batch-rows.ts). */
+  async insertValues(rows: ReadonlyArray<readonly unknown[]>): Promise<void> {
+    if (rows.length === 0) return;
+    await this.#dialect.insert(this.#open(), this.#table, rows);
   }
 
   async query(filter: LogFilter, after: string | undefined, limit: number): Promise<LogPage> {

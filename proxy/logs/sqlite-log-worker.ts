@@ -2,7 +2,7 @@ import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteDriver } from '../sql/sqlite-driver.ts';
-import { decodeBatch } from './log-batch-codec.ts';
+import { valuesOfBatch } from './log-batch-rows.ts';
 import { RequestLogCursorError } from './request-log-store.ts';
 import { SqlLogStore } from './sql-log-store.ts';
 import type { WorkerReply, WorkerRequest } from './sqlite-log-store.ts';
@@ -45,7 +45,7 @@ async function run(request: WorkerRequest): Promise<unknown> {
     case 'ready':
       return 'ready';
     case 'insertMany':
-      return store.insertMany(decodeBatch(request.batch));
+      return store.insertValues(valuesOfBatch(request.batch));
     case 'query':
       return store.query(request.filter, request.after, request.limit);
     case 'get':

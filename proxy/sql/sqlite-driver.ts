@@ -66,6 +66,25 @@ export class SqliteDriver implements SqlDriver {
     });
   }
 
+  /**
+   * Runs one statement once per row of parameters in one transaction (committed, or rolled
+   * back when a row fails): a synchronous loop, without the promise per row of
+   * transaction()'s executor (the request log's batches: 200 rows, issue 32).
+   */
+  runBatch(sql: string, rows: ReadonlyArray<readonly SqlValue[]>): Promise<void> {
+    return this.#exclusive(async () => {
+      const statement = this.#prepared(sql);
+      this.#db.exec('BEGIN IMMEDIATE');
+      try {
+        for (const row of rows) statement.run(...(row as SQLInputValue[]));
+        this.#db.exec('COMMIT');
+      } catch (error) {
+        this.#db.exec('ROLLBACK');
+        throw error;
+      }
+    });
+  }
+
   async close(): Promise<void> {
     await this.#exclusive(async () => {
       this.#statements.clear();
@@ -74,12 +93,16 @@ export class SqliteDriver implements SqlDriver {
   }
 
   #run(sql: string, params: readonly SqlValue[]): SqlRow[] {
+    return this.#prepared(sql).all(...(params as SQLInputValue[])) as SqlRow[];
+  }
+
+  #prepared(sql: string): ReturnType<DatabaseSync['prepare']> {
     let statement = this.#statements.get(sql);
     if (statement === undefined) {
       statement = this.#db.prepare(sql.replace(PLACEHOLDER, '?$1'));
       this.#statements.set(sql, statement);
     }
-    return statement.all(...(params as SQLInputValue[])) as SqlRow[];
+    return statement;
   }
 
   #exclusive<T>(work: () => Promise<T>): Promise<T> {

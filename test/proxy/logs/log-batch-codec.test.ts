@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeBatch, encodeBatch, transferablesOf } from '../../../proxy/logs/log-batch-codec.ts';
+import { valuesOfBatch } from '../../../proxy/logs/log-batch-rows.ts';
 import { LOG_COLUMNS, rowOf, valuesOf, type LogColumn } from '../../../proxy/logs/log-sql.ts';
 import type { RequestRecord } from '../../../proxy/observability/request-record.ts';
 import { logRecord } from './request-log-store-suite.ts';
@@ -12,6 +13,12 @@ const viaCodec = (records: RequestRecord[]): unknown[] => {
   // What the worker receives: a structured clone with the buffers moved.
   return decodeBatch(structuredClone(batch, { transfer: transferablesOf(batch) })).map(rowOf);
 };
+/** What the worker inserts: the values straight from the batch. */
+const viaRows = (records: RequestRecord[]): unknown[] => {
+  const batch = encodeBatch(records);
+  return valuesOfBatch(structuredClone(batch, { transfer: transferablesOf(batch) }));
+};
+const valuesViaJson = (records: RequestRecord[]): unknown[] => (viaJson(records) as Array<Parameters<typeof valuesOf>[0]>).map(valuesOf);
 
 test('every field, the odd values included, stores as the JSON hand-off stored it', () => {
   const records: RequestRecord[] = [
@@ -43,8 +50,26 @@ test('every field, the odd values included, stores as the JSON hand-off stored i
     logRecord({ usageEstimated: false, attempts: [], metadata: {}, latencyMs: -0, ttftMs: Number.NaN, costUsd: Number.POSITIVE_INFINITY, promptTokens: 1.6 }),
     logRecord({ id: 'id-\uD83D\uDE00-\u0000', traceId: 'tr\uDC00ace', route: '/v1/embeddings', provider: 'anthropic', workspace: undefined, apiKeyId: undefined }),
     logRecord({ status: Number.NaN, retries: Number.NaN }),
+    logRecord({
+      metadata: { 'k"\\u': 'v\\u0041', esc: 'tab\there', emoji: '\uD83D\uDE00', list: [1, -0, 1e21, 'é'], '2': 'int key first' },
+      attempts: [{ target: 'a\uD800', provider: 'p"q', model: undefined, status: -0.4, durationMs: 1e306, errorCode: 'E\u0000', skipped: 'unresolved' }],
+      startedAt: Number.NaN,
+      latencyMs: Number.POSITIVE_INFINITY,
+      totalTokens: -0.2,
+    }),
   ];
   assert.deepEqual(viaCodec(records), viaJson(records));
+  // Straight to the insert's values: the very values (and JSON texts) the way through records binds.
+  assert.deepEqual(viaRows(records), valuesViaJson(records));
+});
+
+test('a batch with a record missing a required text or an attempt target fails as the way through records did', () => {
+  const broken = [logRecord({ route: undefined as unknown as string })];
+  assert.throws(() => valuesViaJson(broken), TypeError);
+  assert.throws(() => viaRows(broken), TypeError);
+  const noTarget = [logRecord({ attempts: [{ target: undefined as unknown as string, status: 200, durationMs: 1, provider: undefined, model: undefined, errorCode: undefined }] })];
+  assert.throws(() => valuesViaJson(noTarget), TypeError);
+  assert.throws(() => viaRows(noTarget), TypeError);
 });
 
 test('repeated strings are sent once a batch; a batch of many records round-trips', () => {
@@ -55,12 +80,15 @@ test('repeated strings are sent once a batch; a batch of many records round-trip
   // id and trace id per record, and a handful of shared values.
   assert.ok(batch.strings.length < records.length * 2 + 20, `${batch.strings.length} strings`);
   assert.deepEqual(viaCodec(records), viaJson(records));
+  assert.deepEqual(viaRows(records), valuesViaJson(records));
 });
 
 test('a malformed batch is refused, not misread', () => {
   const batch = encodeBatch([logRecord()]);
   assert.throws(() => decodeBatch({ ...batch, count: 2 }), /malformed/);
   assert.throws(() => decodeBatch({ ...batch, attemptNumbers: new Float64Array(3) }), /malformed/);
+  assert.throws(() => valuesOfBatch({ ...batch, count: 2 }), /malformed/);
+  assert.throws(() => valuesOfBatch({ ...batch, attemptNumbers: new Float64Array(3) }), /malformed/);
 });
 
 test('the insert binds every column in LOG_COLUMNS order', () => {

@@ -21,7 +21,7 @@ import { FilePolicyStore } from '../proxy/ratelimit/policy-store.ts';
 import { FileUsageLimitStore } from '../proxy/budgets/usage-limit-store.ts';
 import { createGatewayLogger } from '../proxy/observability/log-line.ts';
 import { startGateway } from '../proxy/start-gateway.ts';
-import { releaseStartUpMemory } from './start-up-memory.ts';
+import { releaseMemoryWhenIdle, releaseStartUpMemory } from './start-up-memory.ts';
 import { StateLoadError } from '../proxy/errors.ts';
 
 const USAGE = `Usage: aigateway <command> [options]
@@ -238,6 +238,8 @@ async function serve(args: string[]): Promise<number> {
   const metricsAt = gateway.metricsOrigin === undefined ? '' : `, metrics ${gateway.metricsOrigin}/metrics`;
   if (consoleOn) process.stderr.write(`aigateway console on ${gateway.origin}/console/ (sign in with a gateway key that has the admin scope)\n`);
   process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir}${metricsAt})\n`);
+  // After a burst of traffic, memory goes back once the gateway idles (start-up-memory.ts).
+  const idleRelease = releaseMemoryWhenIdle();
 
   const drainTimeoutMs = positiveInteger(pick(values['drain-timeout-ms'], 'AIGATEWAY_DRAIN_TIMEOUT_MS'), 'drain-timeout-ms');
   const shutdownDelayMs = positiveInteger(pick(values['shutdown-delay-ms'], 'AIGATEWAY_SHUTDOWN_DELAY_MS'), 'shutdown-delay-ms');
@@ -245,6 +247,7 @@ async function serve(args: string[]): Promise<number> {
   const shutdown = (signal: string): void => {
     if (closing) return;
     closing = true;
+    idleRelease.stop();
     process.stderr.write(`aigateway: ${signal}, draining…\n`);
     gateway
       .close({ delayMs: shutdownDelayMs, timeoutMs: drainTimeoutMs })

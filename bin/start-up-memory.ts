@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -26,4 +27,64 @@ function gcFunction(): GcFunction {
 /** The "last resort" collection: a full GC that also shrinks the young generation and unmaps the freed pages. */
 export function releaseStartUpMemory(): void {
   gcFunction()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
+
+export interface IdleRelease {
+  stop(): void;
+}
+
+export interface IdleReleaseOptions {
+  /** How often the main thread's utilisation is sampled (ms). */
+  readonly intervalMs?: number;
+  /** Samples in a row under `idleUtilisation` before the collection runs. */
+  readonly idleSamples?: number;
+  readonly idleUtilisation?: number;
+  /** Resident growth since the last collection that makes one worth running (bytes). */
+  readonly minGrowthBytes?: number;
+  readonly collect?: () => void;
+  readonly utilisation?: () => number;
+  readonly residentBytes?: () => number;
+}
+
+/**
+ * Traffic grows the young generation and leaves promoted garbage in the old space; V8 keeps
+ * both while the process idles. Once the event loop has been idle for a few samples in a row
+ * (no request waits: nothing is being served) and the resident set has grown since the last
+ * collection, one memory-reducing full collection hands the pages back. Sampling the event
+ * loop's utilisation costs nothing per request.
+ */
+export function releaseMemoryWhenIdle(options: IdleReleaseOptions = {}): IdleRelease {
+  const intervalMs = options.intervalMs ?? 1_000;
+  const idleSamples = options.idleSamples ?? 2;
+  const idleUtilisation = options.idleUtilisation ?? 0.005;
+  const minGrowthBytes = options.minGrowthBytes ?? 16 * 1024 * 1024;
+  const collect = options.collect ?? releaseStartUpMemory;
+  const residentBytes = options.residentBytes ?? (() => process.memoryUsage.rss());
+  const utilisation = options.utilisation ?? loopUtilisation();
+  let baseline = residentBytes();
+  let idleInARow = 0;
+  const timer = setInterval(() => {
+    if (utilisation() >= idleUtilisation) {
+      idleInARow = 0;
+      return;
+    }
+    if (++idleInARow < idleSamples) return;
+    idleInARow = 0;
+    if (residentBytes() - baseline < minGrowthBytes) return;
+    collect();
+    baseline = residentBytes();
+  }, intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
+
+/** The main thread's event-loop utilisation since the previous call (0 idle … 1 busy). */
+function loopUtilisation(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const delta = performance.eventLoopUtilization(now, last);
+    last = now;
+    return delta.utilization;
+  };
 }

@@ -1,10 +1,11 @@
 // Idle memory (issue 32): `serve` hands back the young generation start-up grew, once, before it
 // listens — without leaving gc() exposed or --expose-gc set (the flag is in the compile cache's key).
+// After traffic it does the same once the event loop idles.
 import assert from 'node:assert/strict';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { test } from 'node:test';
-import { releaseStartUpMemory } from '../../bin/start-up-memory.ts';
+import { releaseMemoryWhenIdle, releaseStartUpMemory } from '../../bin/start-up-memory.ts';
 
 test('one memory-reducing collection: the young generation shrinks, no gc() is left behind', () => {
   const keep: unknown[] = [];
@@ -15,4 +16,43 @@ test('one memory-reducing collection: the young generation shrinks, no gc() is l
   assert.ok(young !== undefined && young.physical_space_size <= 2 * 1024 * 1024, `young generation still ${young?.physical_space_size} bytes resident`);
   assert.equal(typeof (globalThis as { gc?: unknown }).gc, 'undefined');
   assert.equal(runInNewContext('typeof gc'), 'undefined', '--expose-gc was left set');
+});
+
+test('after traffic, memory goes back once the loop has idled two samples in a row, and only when it grew', (t) => {
+  t.mock.timers.enable({ apis: ['setInterval'] });
+  let busy = 1;
+  let resident = 100;
+  const collections: number[] = [];
+  const release = releaseMemoryWhenIdle({
+    intervalMs: 1_000,
+    minGrowthBytes: 16,
+    utilisation: () => busy,
+    residentBytes: () => resident,
+    collect: () => {
+      collections.push(resident);
+      resident = 110; // the collection handed pages back
+    },
+  });
+  resident = 150;
+  t.mock.timers.tick(5_000);
+  assert.deepEqual(collections, [], 'never while serving');
+  busy = 0;
+  t.mock.timers.tick(1_000);
+  assert.deepEqual(collections, [], 'one idle sample is not enough');
+  busy = 0.5;
+  t.mock.timers.tick(1_000);
+  busy = 0;
+  t.mock.timers.tick(1_000);
+  assert.deepEqual(collections, [], 'the idle samples must be in a row');
+  t.mock.timers.tick(1_000);
+  assert.deepEqual(collections, [150]);
+  t.mock.timers.tick(10_000);
+  assert.deepEqual(collections, [150], 'nothing grew since: no second collection');
+  resident = 140;
+  t.mock.timers.tick(2_000);
+  assert.deepEqual(collections, [150, 140], 'grew again by more than the threshold');
+  release.stop();
+  resident = 500;
+  t.mock.timers.tick(10_000);
+  assert.deepEqual(collections, [150, 140], 'stopped');
 });

@@ -29,15 +29,15 @@ test('request lines and other log lines reach the file whole and in order after 
   try {
     const path = join(dir, 'requests.log');
     const logger = createGatewayLogger({ destination: path });
-    // Enough lines to cross the 16 KiB batch several times, with pino's own lines between.
-    for (let index = 0; index < 500; index++) {
+    // Enough lines to cross the 56 KiB batch several times, with pino's own lines between.
+    for (let index = 0; index < 2500; index++) {
       logRequest(logger, record(index), false);
       if (index % 100 === 50) logger.warn({ index }, 'between');
     }
     await new Promise<void>((resolve, reject) => logger.flush((error) => (error ? reject(error) : resolve())));
     const lines = (await readFile(path, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
     const expected: string[] = [];
-    for (let index = 0; index < 500; index++) {
+    for (let index = 0; index < 2500; index++) {
       expected.push(`trace-${index}`);
       if (index % 100 === 50) expected.push(`warn-${index}`);
     }
@@ -136,4 +136,32 @@ test('through the file logger too: every line whole, byte for byte, with pino li
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+// Runs of fields that repeat (method and route; key, config, provider, model, target) are
+// written from bytes kept by their values: a kept run must only ever stand for its own values,
+// including values that differ in one field only, equal strings that are other instances, and
+// after the cache has filled and started over.
+test('repeated field values are written byte for byte as the first time, whichever combination comes back', () => {
+  let written = '';
+  const logger = pino({ base: undefined }, { write: (line: string) => void (written = line) });
+  // Few values a field, so that combinations come back and near misses (one field differs) are common.
+  const pool = fc.constantFrom(undefined, 'a', 'é"');
+  const models = fc.constantFrom(undefined, 'a', 'x'.repeat(600));
+  const fresh = (value: string | undefined) => (value === undefined ? undefined : [...value].join('')); // an equal string, another instance
+  const aRepeating = fc.record({
+    traceId: fc.constant('t'), method: fc.constantFrom('POST', 'GET', 'P"OST'), route: fc.constantFrom('/v1/chat/completions', '/v1/é', 'x'.repeat(600)),
+    status: fc.constantFrom(200, 502), latencyMs: fc.constant(1.5), retries: fc.nat(2), apiKeyId: pool, workspace: pool, configId: pool,
+    provider: pool, model: models, targetPath: pool, modelRequested: models,
+  });
+  const check = (record: Record<string, unknown>) => {
+    logRequest(logger, record as unknown as RequestRecord, false);
+    assert.equal(withoutTime(written), referenceLine(record as unknown as RequestRecord, false));
+  };
+  fc.assert(fc.property(aRepeating, (record) => {
+    check(record);
+    check({ ...record, apiKeyId: fresh(record.apiKeyId), model: fresh(record.model), route: fresh(record.route) });
+  }), { numRuns: 3000 });
+  // Past the cache's bound (1,024 runs) it starts over: lines stay exact.
+  for (let index = 0; index < 2500; index++) check({ traceId: 't', method: 'POST', route: `/r${index % 1100}`, status: 200, latencyMs: 1, retries: 0, apiKeyId: `k${index % 1300}`, model: 'm' });
 });

@@ -205,15 +205,23 @@ function numberOr(value: unknown, fallback: number): number {
   return typeof value === 'number' ? value : fallback;
 }
 
+// splitUsage's parts, computed in place: this runs for every priced request, and the object
+// splitUsage returns was allocated each time (V8 did not elide it).
 function flatCost(price: FlatPrice, usage: TokenUsage): number {
-  const split = splitUsage(usage);
+  const prompt = nonNegative(usage.prompt);
+  const cacheRead = Math.min(nonNegative(usage.cachedPrompt), prompt);
+  const cacheWrite = Math.min(nonNegative(usage.cacheWrite), prompt - cacheRead);
+  const audioCacheRead = Math.min(nonNegative(usage.cachedAudioPrompt), nonNegative(usage.audioPrompt), cacheRead);
+  const audioInput = Math.min(nonNegative(usage.audioPrompt) - audioCacheRead, prompt - cacheRead - cacheWrite);
+  const completion = nonNegative(usage.completion);
+  const audioOutput = Math.min(nonNegative(usage.audioCompletion), completion);
   const input =
-    split.textInput * price.input +
-    split.textCacheRead * price.cacheRead +
-    split.cacheWrite * price.cacheWrite +
-    split.audioInput * price.audioInput +
-    split.audioCacheRead * price.audioCacheRead;
-  return (input + split.textOutput * price.output + split.audioOutput * price.audioOutput) / 1e6;
+    (prompt - cacheRead - cacheWrite - audioInput) * price.input +
+    (cacheRead - audioCacheRead) * price.cacheRead +
+    cacheWrite * price.cacheWrite +
+    audioInput * price.audioInput +
+    audioCacheRead * price.audioCacheRead;
+  return (input + (completion - audioOutput) * price.output + audioOutput * price.audioOutput) / 1e6;
 }
 
 /** Usage cut into disjoint parts, each clipped to what its parent leaves (hostile counts never add up past the prompt). */

@@ -52,6 +52,9 @@ export function histogramSeries<T extends string>(histogram: Histogram<T>, label
   const plain = labels as Record<string, string | number>;
   // The buckets' property names, made once: a number as a key is converted to one per store.
   const names = bounds.map(String);
+  // One element kind for every histogram (token bounds are small integers, others doubles): the
+  // scan below is one closure shared by all series, and a mixed array made its loads polymorphic.
+  const limits = Float64Array.from(bounds);
   let key = '';
   let entry: HistogramEntry | undefined;
   let calls = 0;
@@ -65,8 +68,8 @@ export function histogramSeries<T extends string>(histogram: Histogram<T>, label
     entry.sum += value;
     entry.count += 1;
     // Values above the last bound count only in +Inf (the count), as in prom-client.
-    for (let index = 0; index < bounds.length; index++) {
-      const bound = bounds[index] as number;
+    for (let index = 0; index < limits.length; index++) {
+      const bound = limits[index] as number;
       if (value <= bound) {
         const name = names[index] as string;
         entry.bucketValues[name] = (entry.bucketValues[name] ?? 0) + 1;

@@ -140,10 +140,11 @@ export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps
       containFailure(deps, 'budget', error);
     }
   }
-  // One clock reading for the metrics and the record.
+  // One clock reading (and one elapsed time) for the metrics and the record.
   const now = process.hrtime.bigint();
+  const elapsedNs = Number(now - context.startedAt);
   try {
-    observeRequest(deps.metrics, context, route, status, now);
+    observeRequest(deps.metrics, context, route, status, now, elapsedNs);
   } catch (error) {
     containFailure(deps, 'metrics', error);
   }
@@ -152,7 +153,7 @@ export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps
   try {
     // Neither a store nor a log line to write: no record.
     if (sink !== undefined || deps.logger.isLevelEnabled('info')) {
-      record = recordOf(context, request.method, route, status, now, sink !== undefined);
+      record = recordOf(context, request.method, route, status, elapsedNs, sink !== undefined);
       logRequest(deps.logger, record, context.clientAborted);
     }
   } catch (error) {
@@ -201,7 +202,7 @@ function settleTokens(context: RequestContext): void {
   charge(total > 0 ? total : 0);
 }
 
-function recordOf(context: RequestContext, method: string, route: string, status: number, now: bigint, stored: boolean): RequestRecord {
+function recordOf(context: RequestContext, method: string, route: string, status: number, elapsedNs: number, stored: boolean): RequestRecord {
   const usage = context.usage;
   return {
     // Only a store reads the id (the log line does not).
@@ -211,7 +212,7 @@ function recordOf(context: RequestContext, method: string, route: string, status
     method,
     route,
     status,
-    latencyMs: Number(now - context.startedAt) / 1e6,
+    latencyMs: elapsedNs / 1e6,
     ttftMs: context.ttftMs,
     apiKeyId: context.apiKey?.id,
     workspace: context.apiKey?.workspace,

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { calcPrice } from '@pydantic/genai-prices';
+import fc from 'fast-check';
 import { PriceTable } from '../../../proxy/accounting/price-table.ts';
 
 const close = (actual: number | undefined, expected: number, what: string): void => {
@@ -112,5 +113,30 @@ describe('price table', () => {
     // Hostile audio counts never exceed their parents.
     const hostile = priced.costUsd(undefined, 'voice', { prompt: 10, completion: 10, audioPrompt: 1e9, cachedAudioPrompt: 1e9, audioCompletion: 1e9 });
     close(hostile, (10 * 10 + 10 * 20) / m, 'audio clipped to the prompt and completion');
+  });
+
+  // The flat path computes usage's parts in place; the amount must be exactly the one the parts,
+  // clipped to their parents, gave before (the same operations in the same order), for any counts.
+  test('flat prices: exactly the sum of the clipped parts at their rates, for any counts', () => {
+    const pos = (value: number | undefined): number => (value === undefined || !Number.isFinite(value) || value < 0 ? 0 : value);
+    const reference = (p: Record<string, number>, u: Record<string, number | undefined>): number => {
+      const prompt = pos(u['prompt']);
+      const cacheRead = Math.min(pos(u['cachedPrompt']), prompt);
+      const cacheWrite = Math.min(pos(u['cacheWrite']), prompt - cacheRead);
+      const audioCacheRead = Math.min(pos(u['cachedAudioPrompt']), pos(u['audioPrompt']), cacheRead);
+      const audioInput = Math.min(pos(u['audioPrompt']) - audioCacheRead, prompt - cacheRead - cacheWrite);
+      const completion = pos(u['completion']);
+      const audioOutput = Math.min(pos(u['audioCompletion']), completion);
+      const parts = { textInput: prompt - cacheRead - cacheWrite - audioInput, textCacheRead: cacheRead - audioCacheRead, cacheWrite, audioInput, audioCacheRead, textOutput: completion - audioOutput, audioOutput };
+      const input = parts.textInput * p['i']! + parts.textCacheRead * p['c']! + parts.cacheWrite * p['w']! + parts.audioInput * p['ai']! + parts.audioCacheRead * p['ac']!;
+      return (input + parts.textOutput * p['o']! + parts.audioOutput * p['ao']!) / 1e6;
+    };
+    const count = fc.option(fc.oneof(fc.nat(2_000_000), fc.double({ min: -10, max: 1e10 }), fc.constantFrom(Number.NaN, Infinity)), { nil: undefined });
+    const rate = fc.double({ min: 0, max: 100, noNaN: true });
+    fc.assert(fc.property(fc.record({ i: rate, o: rate, c: rate, w: rate, ai: rate, ac: rate, ao: rate }), fc.record({ prompt: count, completion: count, cachedPrompt: count, cacheWrite: count, audioPrompt: count, cachedAudioPrompt: count, audioCompletion: count }), (p, usage) => {
+      fc.pre(usage.prompt !== undefined || usage.completion !== undefined);
+      const table = new PriceTable([{ model: 'm', inputPerMillion: p.i, outputPerMillion: p.o, cachedInputPerMillion: p.c, cacheWritePerMillion: p.w, audioInputPerMillion: p.ai, cachedAudioInputPerMillion: p.ac, audioOutputPerMillion: p.ao }]);
+      assert.equal(table.costUsd(undefined, 'm', usage), reference(p, usage));
+    }), { numRuns: 2000 });
   });
 });

@@ -67,3 +67,25 @@ test('values prom-client refuses are refused the same way', () => {
   assert.throws(() => inc(-1), /not possible to decrease/);
   assert.throws(() => inc(Number.POSITIVE_INFINITY), /not a valid number/);
 });
+
+// The bounds are scanned as doubles (one element kind for all series): integer bounds, tiny
+// ones and values on, just under and just over each bound still land in prom-client's buckets.
+test('integer and fractional bounds: every value lands in the bucket prom-client picks', async () => {
+  const registries = [new Registry(), new Registry()];
+  const [fastTokens, fastTiny, slowTokens, slowTiny] = registries.flatMap((registry, index) => [
+    new Histogram({ name: `tokens_${index}`, help: 't', labelNames: ['k'] as const, buckets: [1, 4, 16, 64], registers: [registry] }),
+    new Histogram({ name: `tiny_${index}`, help: 't', labelNames: ['k'] as const, buckets: [0.00005, 0.0001, 0.00025, 0.5], registers: [registry] }),
+  ]) as [Histogram<'k'>, Histogram<'k'>, Histogram<'k'>, Histogram<'k'>];
+  const tokens = histogramSeries(fastTokens, { k: 'a' });
+  const tiny = histogramSeries(fastTiny, { k: 'a' });
+  for (const bound of [1, 4, 16, 64, 0.00005, 0.0001, 0.00025, 0.5]) {
+    for (const value of [bound, bound * (1 - Number.EPSILON), bound * (1 + Number.EPSILON), -0, 0, 2 ** 40]) {
+      tokens(value);
+      slowTokens.labels({ k: 'a' }).observe(value);
+      tiny(value);
+      slowTiny.labels({ k: 'a' }).observe(value);
+    }
+  }
+  const [fast, slow] = await Promise.all(registries.map((registry) => registry.metrics()));
+  assert.equal(fast?.replaceAll('_0', '_N'), slow?.replaceAll('_1', '_N'));
+});

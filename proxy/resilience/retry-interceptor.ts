@@ -24,7 +24,6 @@ export interface RetryOptions {
 
 export function retryInterceptor(options: RetryOptions): AttemptInterceptor {
   const { settings, signal } = options;
-  const maxRetries = settings.attempts ?? 0;
   return (next) => async (context) => {
     let previous: AttemptResult | undefined;
     const beforeDispatch = (): void => {
@@ -35,9 +34,7 @@ export function retryInterceptor(options: RetryOptions): AttemptInterceptor {
       const outcome = await next({ ...context, retry, beforeDispatch });
       if (outcome.kind === 'skipped') return previous ?? outcome;
       previous = outcome;
-      if (succeeded(outcome) || retry >= maxRetries || signal.aborted) return outcome;
-      if (!retryableStatus(statusOf(outcome), settings)) return outcome;
-      const wait = waitBefore(outcome, retry, options);
+      const wait = nextRetryWait(outcome, retry, settings, signal, options.deadline, options.now, options.random, options.baseDelayMs);
       if (wait === undefined) return outcome;
       await options.sleep(wait, signal);
       if (signal.aborted) return outcome;
@@ -46,11 +43,25 @@ export function retryInterceptor(options: RetryOptions): AttemptInterceptor {
   };
 }
 
-/** The wait before the next retry, or undefined when it would overrun the request's budget. */
-function waitBefore(result: AttemptResult, retry: number, options: RetryOptions): number | undefined {
-  const asked =
-    options.settings.use_retry_after_headers === true && result.kind === 'response' ? retryAfterMs(result.response.headers, options.now()) : undefined;
-  const wait = asked ?? backoffDelayMs(retry, options.baseDelayMs, options.random);
-  if (wait > MAX_RETRY_WAIT_MS || options.now() + wait >= options.deadline) return undefined;
+/**
+ * The wait before retrying `result` (attempt `retry`, 0 first), or undefined when it stands:
+ * a success, retries used up, the client gone, a status not retried, or a wait that would
+ * overrun the request's budget. Shared with the walk's one-frame retry loop (routing/leaf-call.ts).
+ */
+export function nextRetryWait(
+  result: AttemptResult,
+  retry: number,
+  settings: RetrySettings,
+  signal: AbortSignal,
+  deadline: number,
+  now: () => number,
+  random: () => number,
+  baseDelayMs: number,
+): number | undefined {
+  if (succeeded(result) || retry >= (settings.attempts ?? 0) || signal.aborted) return undefined;
+  if (!retryableStatus(statusOf(result), settings)) return undefined;
+  const asked = settings.use_retry_after_headers === true && result.kind === 'response' ? retryAfterMs(result.response.headers, now()) : undefined;
+  const wait = asked ?? backoffDelayMs(retry, baseDelayMs, random);
+  if (wait > MAX_RETRY_WAIT_MS || now() + wait >= deadline) return undefined;
   return wait;
 }

@@ -13,7 +13,8 @@ import { breakerInterceptor } from '../resilience/breaker-interceptor.ts';
 import type { CircuitBreakers } from '../resilience/circuit-breakers.ts';
 import { retryInterceptor } from '../resilience/retry-interceptor.ts';
 import { timeoutInterceptor } from '../resilience/timeout-interceptor.ts';
-import { attemptTarget, type AttemptResult } from '../upstream/call-target.ts';
+import type { AttemptResult } from '../upstream/call-target.ts';
+import { LeafCall, modelOf, retried } from './leaf-call.ts';
 import { pickLoadBalancedChild } from './pick-load-balanced-target.ts';
 import { resolveTarget } from './resolve-target.ts';
 import type { PlanNode } from '../config/routing-plan.ts';
@@ -59,14 +60,6 @@ export interface WalkRequest {
   /** The budget reservation still in flight: awaited at each leaf before its attempt (no dispatch before admission). */
   readonly gate?: Promise<void> | undefined;
 }
-
-const OPERATION: Readonly<Partial<Record<InferenceEndpoint, string>>> = {
-  'chat.completions': 'chat',
-  messages: 'chat',
-  completions: 'text_completion',
-  embeddings: 'embeddings',
-  responses: 'responses',
-};
 
 export type WalkResult = AttemptResult | { readonly kind: 'unavailable'; readonly labels: readonly string[]; readonly reason: string };
 
@@ -256,52 +249,16 @@ function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): 
   const label = breaker === undefined ? '' : targetLabel(node, target, request);
   const forwardHeaders = settings.forward_headers === undefined ? request.forwardHeaders : [...request.forwardHeaders, ...settings.forward_headers];
 
+  const call = new LeafCall(node, target, request, progress, forwardHeaders);
   // No per-attempt bound and no request budget: the timeout step would pass undefined on.
   const perAttemptMs = request.requestTimeoutMs ?? settings.request_timeout;
   const timeout = perAttemptMs !== undefined || Number.isFinite(request.deadline);
+  // Nothing can skip an attempt: retry(send) in one frame (the common config).
+  if (breaker === undefined && !timeout) return retried(call, settings.retry, countRetry, discard);
 
   // One attempt, wrapped as retry(breaker(timeout(send))), each step only when configured.
-  const send: Attempt = async (context) => {
-    context.beforeDispatch();
-    progress.firstDispatchAt ??= process.hrtime.bigint();
-    const model = modelOf(target.node, request);
-    const startedAt = performance.now();
-    const attemptSpan = request.span?.startAttempt({
-      provider: target.provider,
-      model,
-      operation: OPERATION[request.endpoint] ?? request.endpoint,
-      retry: context.retry,
-      targetPath: node.path,
-    });
-    const result = await attemptTarget({
-      dispatcher: runtime.dispatcher,
-      target,
-      endpoint: request.endpoint,
-      body: request.body,
-      rawBody: request.rawBody,
-      // The attempt's traceparent goes upstream like a forwarded header (ours replaces the client's).
-      requestHeaders: attemptSpan === undefined ? request.headers : { ...request.headers, traceparent: attemptSpan.traceparent },
-      forwardHeaders: attemptSpan === undefined ? forwardHeaders : [...forwardHeaders, 'traceparent'],
-      timeoutMs: context.timeoutMs,
-      signal: request.signal,
-    });
-    progress.attempts?.push({
-      target: node.path,
-      provider: target.provider,
-      model,
-      status: statusOf(result),
-      durationMs: performance.now() - startedAt,
-      errorCode: result.kind === 'error' ? result.error.code : undefined,
-    });
-    if (attemptSpan !== undefined) {
-      // A stream being relayed stays open until the request ends.
-      if (isSuccess(result) && result.kind === 'response' && result.plain === undefined) attemptSpan.keepOpen();
-      else attemptSpan.end(statusOf(result), result.kind === 'error' ? result.error.code : undefined);
-    }
-    return result;
-  };
   const attempt = composeAttempt(
-    send,
+    call.asAttempt(),
     settings.retry === undefined
       ? undefined
       : retryInterceptor({
@@ -313,35 +270,24 @@ function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): 
           baseDelayMs: runtime.retryBaseDelayMs,
           sleep: runtime.sleep,
           discard,
-          onRetry() {
-            progress.retries++;
-            runtime.metrics.retries.inc({ target: label !== '' ? label : targetLabel(node, target, request) });
-          },
+          onRetry: () => countRetry(call, label),
         }),
     breaker === undefined
       ? undefined
       : breakerInterceptor({ breakers: runtime.breakers, id: breakerId(node, target, request), label, settings: breaker, signal: request.signal }),
     timeout ? timeoutInterceptor({ perAttemptMs, deadline: request.deadline, now: runtime.now }) : undefined,
   );
-  const skips = breaker !== undefined || timeout;
-  if (request.gate === undefined) return firstAttempt(attempt, skips, node, target, label, request, progress);
+  if (request.gate === undefined) return skippedToResult(attempt(FIRST_ATTEMPT), node, target, label, request, progress);
   // The target was resolved while the reservation travelled; a refusal rejects here, before
   // any breaker slot or dispatch, and no strategy catches it (not an unresolvable error).
-  return request.gate.then(() => firstAttempt(attempt, skips, node, target, label, request, progress));
+  return request.gate.then(() => skippedToResult(attempt(FIRST_ATTEMPT), node, target, label, request, progress));
 }
 
-function firstAttempt(
-  attempt: Attempt,
-  skips: boolean,
-  node: PlanNode,
-  target: ResolvedTarget,
-  label: string,
-  request: WalkRequest,
-  progress: WalkProgress,
-): Promise<WalkResult> {
-  // Only the breaker and the timeout skip an attempt; without them the outcome is the answer.
-  if (!skips) return attempt(FIRST_ATTEMPT) as Promise<AttemptResult>;
-  return skippedToResult(attempt(FIRST_ATTEMPT), node, target, label, request, progress);
+/** A retry: the response's retry count and the metric (the label is built only when one happens). */
+function countRetry(call: LeafCall, label = ''): void {
+  const { request } = call;
+  call.progress.retries++;
+  request.runtime.metrics.retries.inc({ target: label !== '' ? label : targetLabel(call.node, call.target, request) });
 }
 
 async function skippedToResult(
@@ -388,12 +334,6 @@ function resolvedOrUndefined(node: PlanNode, request: WalkRequest): ResolvedTarg
     if (isUnresolvable(error)) return undefined;
     throw error;
   }
-}
-
-/** The model a target is asked for: its override_params.model, else the request's. */
-function modelOf(settings: PlanNode['settings'], request: WalkRequest): string | undefined {
-  const model = settings.override_params?.['model'] ?? request.body['model'];
-  return typeof model === 'string' ? model : undefined;
 }
 
 /** Stable breaker identity: saved config id + path, or provider + host + model for inline configs. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { composeAttempt, FIRST_ATTEMPT, type Attempt } from '../../../proxy/resilience/attempt-chain.ts';
-import { retryInterceptor, type RetryOptions } from '../../../proxy/resilience/retry-interceptor.ts';
+import { nextRetryWait, retryInterceptor, type RetryOptions } from '../../../proxy/resilience/retry-interceptor.ts';
 import type { AttemptResult } from '../../../proxy/upstream/call-target.ts';
 
 // The waits the retry interceptor asks for, read from its injected sleep: no clock involved.
@@ -62,5 +62,23 @@ describe('retry interceptor', () => {
     assert.equal(statusOf(await budget.run()), 429);
     assert.deepEqual(budget.waits, []);
     assert.equal(budget.sends(), 1);
+  });
+
+  // The walk's one-frame retry loop (routing/leaf-call.ts) decides with this same function.
+  test('nextRetryWait: a wait only for a failed, retryable answer with retries left, a live client and time in the budget', () => {
+    const live = new AbortController().signal;
+    const gone = AbortSignal.abort();
+    const wait = (result: AttemptResult, retry: number, settings: RetryOptions['settings'], signal = live, deadline = Number.POSITIVE_INFINITY) =>
+      nextRetryWait(result, retry, settings, signal, deadline, () => 1_000_000, () => 0.5, 100);
+    assert.equal(wait(answer(500), 0, { attempts: 2 }), 50);
+    assert.equal(wait(answer(500), 1, { attempts: 2 }), 100);
+    assert.equal(wait(answer(500), 2, { attempts: 2 }), undefined, 'retries used up');
+    assert.equal(wait(answer(200), 0, { attempts: 2 }), undefined, 'a success stands');
+    assert.equal(wait(answer(400), 0, { attempts: 2 }), undefined, 'not a retried status');
+    assert.equal(wait(answer(500), 0, { attempts: 2, on_status_codes: [429] }), undefined, 'on_status_codes replaces the default set');
+    assert.equal(wait(answer(429), 0, { attempts: 2, on_status_codes: [429] }), 50);
+    assert.equal(wait(answer(500), 0, { attempts: 2 }, gone), undefined, 'the client went away');
+    assert.equal(wait(answer(500), 0, { attempts: 2 }, live, 1_000_000 + 50), undefined, 'past the budget');
+    assert.equal(wait(answer(500), 0, { attempts: 0 }), undefined, 'no retries configured');
   });
 });

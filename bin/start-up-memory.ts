@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { trimMallocArenas } from './malloc-trim.ts';
 
 // Start-up allocates enough (module code, schemas, routes, plugins) that V8 grows the young
 // generation to the image's --max-semi-space-size and keeps it while idle: ≈ 24 MiB resident of
@@ -24,9 +25,13 @@ function gcFunction(): GcFunction {
   }
 }
 
-/** The "last resort" collection: a full GC that also shrinks the young generation and unmaps the freed pages. */
+/**
+ * The "last resort" collection: a full GC that also shrinks the young generation and unmaps the
+ * freed pages; then the free pages inside malloc's arenas go back too (malloc-trim.ts).
+ */
 export function releaseStartUpMemory(): void {
   gcFunction()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  trimMallocArenas();
 }
 
 export interface IdleRelease {

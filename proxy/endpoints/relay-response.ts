@@ -17,6 +17,7 @@ import type { AnswerReading, StreamFailure } from '../ingress/ingress-translator
 import { SseFrameFlow, type SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { FrameRelay, PASS_THROUGH, type RelayStep } from '../streams/frame-relay.ts';
 import { StreamAssembler } from '../cache/stream-assembler.ts';
+import { sendPlain } from './plain-write.ts';
 
 // Upstream answer → client. Success bodies are relayed byte for byte (streams chunk by
 // chunk; plain answers in one write) unless the provider's adapter translates them; a
@@ -112,13 +113,13 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
   const { out, answer } = plainAnswer(reply, input, plain);
   if (input.finishPlain === undefined) {
     input.observer?.plain(Buffer.isBuffer(out) ? out : Buffer.from(out), answer);
-    return reply.send(out);
+    return sendPlain(reply, out);
   }
   // Output checks see (and a 246 returns) the answer the client gets: translated, if it was.
   // An answer they deny is not stored: a later hit would skip them.
   const replacement = await input.finishPlain(answer);
   if (replacement === undefined || replacement.status < 400) input.observer?.plain(Buffer.isBuffer(out) ? out : Buffer.from(out), answer);
-  if (replacement === undefined) return reply.send(out);
+  if (replacement === undefined) return sendPlain(reply, out);
   reply.removeHeader('content-length');
   reply.removeHeader('content-encoding');
   return reply.code(replacement.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(replacement.body));

@@ -1,8 +1,9 @@
 // Idle memory (issue 32): glibc's malloc_trim() through SQLite's extension loader, on a private
-// in-memory database that is always closed; every failure is quiet.
+// in-memory database that is always closed, every failure quiet; and the quiet-stretch release
+// the SQLite log worker runs after its writes.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { trimMallocArenas } from '../../bin/malloc-trim.ts';
+import { releaseWhenQuiet, trimMallocArenas } from '../../proxy/memory-release.ts';
 
 type SqliteModule = typeof import('node:sqlite');
 
@@ -50,4 +51,40 @@ test('on Linux with glibc the real call works (Node built SQLite with extension 
     return;
   }
   assert.equal(trimMallocArenas(), true);
+});
+
+test('quiet release: once after work and two quiet ticks in a row, never while working, never when idle from the start', (t) => {
+  t.mock.timers.enable({ apis: ['setInterval'] });
+  let releases = 0;
+  const quiet = releaseWhenQuiet({ intervalMs: 1_000, quietTicks: 2, release: () => releases++ });
+  t.mock.timers.tick(10_000);
+  assert.equal(releases, 0, 'nothing happened: nothing to release');
+  for (let second = 0; second < 5; second++) {
+    quiet.touch(); // a batch every second
+    t.mock.timers.tick(1_000);
+  }
+  assert.equal(releases, 0, 'never while messages keep coming');
+  t.mock.timers.tick(1_000);
+  assert.equal(releases, 1, 'two quiet ticks after the last message');
+  t.mock.timers.tick(10_000);
+  assert.equal(releases, 1, 'once per quiet stretch');
+  quiet.touch();
+  t.mock.timers.tick(2_000);
+  assert.equal(releases, 2, 'armed again by the next message');
+  quiet.touch();
+  quiet.stop();
+  t.mock.timers.tick(10_000);
+  assert.equal(releases, 2, 'stopped');
+});
+
+test('quiet release: a failing release is swallowed, and the next quiet stretch tries again', (t) => {
+  t.mock.timers.enable({ apis: ['setInterval'] });
+  let calls = 0;
+  const quiet = releaseWhenQuiet({ release: () => { calls++; throw new Error('no gc'); } });
+  quiet.touch();
+  t.mock.timers.tick(2_000);
+  quiet.touch();
+  t.mock.timers.tick(2_000);
+  assert.equal(calls, 2);
+  quiet.stop();
 });

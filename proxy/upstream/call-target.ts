@@ -2,10 +2,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { GatewayError } from '../errors.ts';
-import { prefixBytes, readBodyBytes, readBodyPrefix, type BodyPrefix } from './read-body.ts';
+import { prefixBytes, readBodyBytes, type BodyPrefix } from './read-body.ts';
+import { guardedAnswer, type CollectRule } from './answer-handler.ts';
 import { plainAnswerLimits, PREFIX_BYTES, reservePlainAnswerBytes } from './plain-answer-limits.ts';
 import { dispatcherFor } from './upstream-agent.ts';
-import { discard, guardedCall, upstreamFailure, secretsOfTarget, type GuardedResponse } from './guarded-call.ts';
+import { discard, upstreamFailure, secretsOfTarget, type GuardedResponse } from './guarded-call.ts';
 import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 
 // One upstream attempt for one resolved target: override_params, the provider's plan,
@@ -84,38 +85,43 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
   const planned = target.adapter.planRequest({ target, endpoint, body, bodyChanged: body !== input.body, dispatcher });
   const plan = planned instanceof Promise ? await planned : planned;
   const headers = withForwardedHeaders(plan.headers, input.requestHeaders, input.forwardHeaders);
+  // Read here unless it is streamed on: a stream was asked for and the answer is SSE (or the adapter translates it).
+  const collect = body['stream'] !== true ? COLLECT_ALL : target.adapter.createStreamTranslator !== undefined ? COLLECT_NONE : COLLECT_UNLESS_SSE;
   try {
-    const response = await guardedCall({
-      dispatcher,
-      url: plan.url,
-      method: plan.method,
-      headers,
-      body: plan.body ?? input.rawBody,
-      signal: input.signal,
-      upstream: target.provider,
-      secrets: targetSecrets(target),
-      egressParam: 'custom_host',
-      // Unset: the agent's long defaults (slow models stream for minutes).
-      headersTimeoutMs: input.timeoutMs ?? AGENT_DEFAULT_TIMEOUT_MS,
-      bodyTimeoutMs: input.timeoutMs ?? AGENT_DEFAULT_TIMEOUT_MS,
-      requestTimeoutMs: input.timeoutMs,
-    });
+    const { response, prefix } = await guardedAnswer(
+      {
+        dispatcher,
+        url: plan.url,
+        method: plan.method,
+        headers,
+        body: plan.body ?? input.rawBody,
+        signal: input.signal,
+        upstream: target.provider,
+        secrets: targetSecrets(target),
+        egressParam: 'custom_host',
+        // Unset: the agent's long defaults (slow models stream for minutes).
+        headersTimeoutMs: input.timeoutMs ?? AGENT_DEFAULT_TIMEOUT_MS,
+        bodyTimeoutMs: input.timeoutMs ?? AGENT_DEFAULT_TIMEOUT_MS,
+        requestTimeoutMs: input.timeoutMs,
+      },
+      PREFIX_BYTES,
+      collect,
+    );
     const status = response.statusCode;
     if (status < 200 || status >= 300) {
       return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: undefined };
     }
-    if (body['stream'] === true && (/event-stream/i.test(String(response.headers['content-type'] ?? '')) || target.adapter.createStreamTranslator !== undefined)) {
+    if (prefix === undefined) {
       // Nothing is sent to the client before the first chunk: a stream that breaks before it
       // is still a failure the strategy can retry or fall back from.
       await firstChunk(response.body);
       return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: undefined };
     }
-    // A plain answer (or a "stream" that is not SSE) is read here, inside the attempt, so that
-    // a body that breaks off or is not JSON is a failure the strategy can retry or fall back
-    // from — not a broken 200.
+    // A plain answer (or a "stream" that is not SSE) is read inside the attempt (by
+    // guardedAnswer, up to PREFIX_BYTES), so that a body that breaks off or is not JSON is a
+    // failure the strategy can retry or fall back from — not a broken 200.
     // A large answer is not held here (plain-answer-limits.ts): the relay streams it on or
     // reads it whole, capped, if something must parse it.
-    const prefix = await readBodyPrefix(response.body, PREFIX_BYTES);
     if (!prefix.ended) {
       return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: { bytes: EMPTY, parsed: undefined, partial: prefix } };
     }
@@ -181,6 +187,9 @@ function firstChunk(body: Dispatcher.ResponseData['body']): Promise<void> {
 
 
 const EMPTY = Buffer.alloc(0);
+const COLLECT_ALL: CollectRule = () => true;
+const COLLECT_NONE: CollectRule = () => false;
+const COLLECT_UNLESS_SSE: CollectRule = (headers) => !/event-stream/i.test(String(headers['content-type'] ?? ''));
 
 /**
  * A partial plain answer read whole and parsed: up to the parsed-answer cap (a larger one is

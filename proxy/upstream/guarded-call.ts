@@ -50,7 +50,7 @@ const MIN_SECRET_LENGTH = 8;
 export const REDACTED = '[redacted]';
 
 export async function guardedCall(request: GuardedRequest): Promise<GuardedResponse> {
-  const url = typeof request.url === 'string' ? parsedUrl(request.url) : { origin: request.url.origin, path: request.url.pathname + request.url.search };
+  const url = urlOf(request.url);
   const redact = redactorOf(request.headers, request.secrets);
   let response: Dispatcher.ResponseData;
   try {
@@ -217,6 +217,11 @@ const urls = new Map<string, { readonly origin: string; readonly path: string }>
 const redactors = new Map<string, (text: string) => string>();
 const credentialNames = new Map<string, boolean>();
 
+/** A call's origin and path (a string URL parsed once per distinct value). */
+export function urlOf(url: string | URL): { readonly origin: string; readonly path: string } {
+  return typeof url === 'string' ? parsedUrl(url) : { origin: url.origin, path: url.pathname + url.search };
+}
+
 function parsedUrl(text: string): { readonly origin: string; readonly path: string } {
   let parsed = urls.get(text);
   if (parsed === undefined) {
@@ -243,7 +248,7 @@ function isCredentialHeader(name: string): boolean {
 const redactorsByHeaders = new WeakMap<object, { readonly extra: ReadonlyArray<string | undefined> | undefined; readonly redact: (text: string) => string }>();
 
 /** The call's redactor, made once per distinct set of credentials (the key is length-prefixed: no two sets share it). */
-function redactorOf(headers: Readonly<Record<string, string>>, extra: ReadonlyArray<string | undefined> | undefined): (text: string) => string {
+export function redactorOf(headers: Readonly<Record<string, string>>, extra: ReadonlyArray<string | undefined> | undefined): (text: string) => string {
   const frozen = Object.isFrozen(headers) && (extra === undefined || Object.isFrozen(extra));
   if (frozen) {
     const known = redactorsByHeaders.get(headers);

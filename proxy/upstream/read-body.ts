@@ -76,45 +76,6 @@ export async function readBodyBytes(body: Body | Readable, limit: number, declar
   }
 }
 
-/**
- * Reads until the body ends or more than `limit` bytes have come; in the second case the
- * body is left paused, unread past what was returned, for the caller to stream or read on.
- */
-export function readBodyPrefix(body: Body, limit: number): Promise<BodyPrefix> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const finish = (): void => {
-      body.off('readable', onReadable);
-      body.off('end', onEnd);
-      body.off('error', onError);
-    };
-    const onReadable = (): void => {
-      for (let chunk = body.read() as Buffer | null; chunk !== null; chunk = body.read() as Buffer | null) {
-        chunks.push(chunk);
-        size += chunk.length;
-        if (size > limit) {
-          finish();
-          resolve({ chunks, size, ended: false });
-          return;
-        }
-      }
-    };
-    const onEnd = (): void => {
-      finish();
-      resolve({ chunks, size, ended: true });
-    };
-    const onError = (error: Error): void => {
-      finish();
-      reject(error);
-    };
-    // `on`, not `once` (no wrapper closures): `finish` removes all three on the first end or error.
-    body.on('readable', onReadable);
-    body.on('end', onEnd);
-    body.on('error', onError);
-  });
-}
-
 /** The first `limit` bytes as text (an error message needs no more); the rest is dropped. */
 export async function readBodyText(body: Body, limit: number): Promise<string> {
   const chunks: Buffer[] = [];

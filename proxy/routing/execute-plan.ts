@@ -129,37 +129,77 @@ function firstChild(node: PlanNode): PlanNode {
   return child;
 }
 
-async function runFallback(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
-  let unavailable: string[] | undefined;
-  let last: AttemptResult | undefined;
-  let unresolved: GatewayError | undefined;
-  for (let index = 0; index < node.children.length; index++) {
+// A fallback whose first child is a leaf (the common shape) has no frame of its own until
+// that leaf's answer is not a success: the leaf's frame goes on with it (`fallback`).
+function runFallback(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+  const first = node.children[0];
+  if (first === undefined || first.mode !== undefined) return fallbackFrom(node, 0, request, progress, newSoFar());
+  try {
+    return runLeaf(first, request, progress, node);
+  } catch (error) {
+    if (!isUnresolvable(error) || request.signal.aborted) throw error;
+    skipUnresolved(first, error, request);
+    const soFar = newSoFar();
+    soFar.unresolved = error;
+    return fallbackFrom(node, 1, request, progress, soFar);
+  }
+}
+
+/** What a fallback has seen so far. */
+interface FallbackSoFar {
+  unavailable: string[] | undefined;
+  last: AttemptResult | undefined;
+  unresolved: GatewayError | undefined;
+}
+
+function newSoFar(): FallbackSoFar {
+  return { unavailable: undefined, last: undefined, unresolved: undefined };
+}
+
+async function fallbackFrom(node: PlanNode, start: number, request: WalkRequest, progress: WalkProgress, soFar: FallbackSoFar): Promise<WalkResult> {
+  for (let index = start; index < node.children.length; index++) {
     const child = node.children[index] as PlanNode;
     let result: WalkResult;
     try {
       result = await runNode(child, request, progress);
     } catch (error) {
       if (!isUnresolvable(error) || request.signal.aborted) throw error;
-      unresolved ??= error;
+      soFar.unresolved ??= error;
       skipUnresolved(child, error, request);
       continue;
     }
-    if (result.kind === 'unavailable') {
-      (unavailable ??= []).push(...result.labels);
-      continue;
-    }
-    if (isSuccess(result)) return result;
-    if (last !== undefined) discard(last);
-    last = result;
-    const hasNext = index < node.children.length - 1;
-    const fallsBack = child.fallbackOn === undefined || child.fallbackOn.has(statusOf(result));
-    if (!hasNext || !fallsBack || request.signal.aborted) return result;
-    request.runtime.metrics.fallbacks.inc({ config: request.configId ?? 'inline' });
+    const answer = settleChild(node, index, result, request, soFar);
+    if (answer !== undefined) return answer;
   }
-  if (last !== undefined) return last;
+  if (soFar.last !== undefined) return soFar.last;
   // Nothing answered: the circuits' 503, or — when every target was unresolvable — the first one's error.
-  if ((unavailable === undefined || unavailable.length === 0) && unresolved !== undefined) throw unresolved;
-  return { kind: 'unavailable', labels: unavailable ?? [], reason: 'every fallback target is unavailable (circuit open)' };
+  if ((soFar.unavailable === undefined || soFar.unavailable.length === 0) && soFar.unresolved !== undefined) throw soFar.unresolved;
+  return { kind: 'unavailable', labels: soFar.unavailable ?? [], reason: 'every fallback target is unavailable (circuit open)' };
+}
+
+/** One child's result: the fallback's answer, or undefined to go on to the next child. */
+function settleChild(node: PlanNode, index: number, result: WalkResult, request: WalkRequest, soFar: FallbackSoFar): WalkResult | undefined {
+  if (result.kind === 'unavailable') {
+    (soFar.unavailable ??= []).push(...result.labels);
+    return undefined;
+  }
+  if (isSuccess(result)) return result;
+  if (soFar.last !== undefined) discard(soFar.last);
+  soFar.last = result;
+  const child = node.children[index] as PlanNode;
+  const hasNext = index < node.children.length - 1;
+  const fallsBack = child.fallbackOn === undefined || child.fallbackOn.has(statusOf(result));
+  if (!hasNext || !fallsBack || request.signal.aborted) return result;
+  request.runtime.metrics.fallbacks.inc({ config: request.configId ?? 'inline' });
+  return undefined;
+}
+
+/** A leaf's result, or — when the leaf is a fallback's first child — the fallback's answer. */
+function afterLeaf(fallback: PlanNode | undefined, result: WalkResult, request: WalkRequest, progress: WalkProgress): WalkResult | Promise<WalkResult> {
+  if (fallback === undefined || isSuccess(result)) return result;
+  const soFar = newSoFar();
+  const answer = settleChild(fallback, 0, result, request, soFar);
+  return answer ?? fallbackFrom(fallback, 1, request, progress, soFar);
 }
 
 // A missing provider is skipped on every request until it is back: one log line per target
@@ -224,7 +264,7 @@ function runConditional(node: PlanNode, request: WalkRequest, progress: WalkProg
 }
 
 /** May throw synchronously (an unresolvable or unsupported target); callers await it inside try. */
-function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): Promise<WalkResult> {
+function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress, fallback?: PlanNode): Promise<WalkResult> {
   const { runtime } = request;
   let target: ResolvedTarget;
   try {
@@ -249,12 +289,12 @@ function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): 
   const label = breaker === undefined ? '' : targetLabel(node, target, request);
   const forwardHeaders = settings.forward_headers === undefined ? request.forwardHeaders : [...request.forwardHeaders, ...settings.forward_headers];
 
-  const call = new LeafCall(node, target, request, progress, forwardHeaders);
+  const call = new LeafCall(node, target, request, progress, forwardHeaders, fallback);
   // No per-attempt bound and no request budget: the timeout step would pass undefined on.
   const perAttemptMs = request.requestTimeoutMs ?? settings.request_timeout;
   const timeout = perAttemptMs !== undefined || Number.isFinite(request.deadline);
   // Nothing can skip an attempt: retry(send) in one frame (the common config).
-  if (breaker === undefined && !timeout) return retried(call, settings.retry, countRetry, discard);
+  if (breaker === undefined && !timeout) return retried(call, settings.retry, countRetry, discard, finishLeaf);
 
   // One attempt, wrapped as retry(breaker(timeout(send))), each step only when configured.
   const attempt = composeAttempt(
@@ -277,10 +317,10 @@ function runLeaf(node: PlanNode, request: WalkRequest, progress: WalkProgress): 
       : breakerInterceptor({ breakers: runtime.breakers, id: breakerId(node, target, request), label, settings: breaker, signal: request.signal }),
     timeout ? timeoutInterceptor({ perAttemptMs, deadline: request.deadline, now: runtime.now }) : undefined,
   );
-  if (request.gate === undefined) return skippedToResult(attempt(FIRST_ATTEMPT), node, target, label, request, progress);
+  if (request.gate === undefined) return skippedToResult(attempt(FIRST_ATTEMPT), call, label);
   // The target was resolved while the reservation travelled; a refusal rejects here, before
   // any breaker slot or dispatch, and no strategy catches it (not an unresolvable error).
-  return request.gate.then(() => skippedToResult(attempt(FIRST_ATTEMPT), node, target, label, request, progress));
+  return request.gate.then(() => skippedToResult(attempt(FIRST_ATTEMPT), call, label));
 }
 
 /** A retry: the response's retry count and the metric (the label is built only when one happens). */
@@ -290,20 +330,18 @@ function countRetry(call: LeafCall, label = ''): void {
   request.runtime.metrics.retries.inc({ target: label !== '' ? label : targetLabel(call.node, call.target, request) });
 }
 
-async function skippedToResult(
-  pending: Promise<AttemptOutcome>,
-  node: PlanNode,
-  target: ResolvedTarget,
-  label: string,
-  request: WalkRequest,
-  progress: WalkProgress,
-): Promise<WalkResult> {
+async function skippedToResult(pending: Promise<AttemptOutcome>, call: LeafCall, label: string): Promise<WalkResult> {
   const outcome = await pending;
-  if (outcome.kind !== 'skipped') return outcome;
+  if (outcome.kind !== 'skipped') return finishLeaf(call, outcome);
+  const { node, target, request } = call;
   if (outcome.reason === 'circuit-open') {
-    progress.attempts?.push({ target: node.path, provider: target.provider, model: modelOf(target.node, request), status: null, durationMs: 0, errorCode: undefined, skipped: 'circuit_open' });
+    call.progress.attempts?.push({ target: node.path, provider: target.provider, model: modelOf(target.node, request), status: null, durationMs: 0, errorCode: undefined, skipped: 'circuit_open' });
   }
-  return outcome.reason === 'circuit-open' ? { kind: 'unavailable', labels: [label], reason: 'circuit open' } : timedOut(target, request);
+  return finishLeaf(call, outcome.reason === 'circuit-open' ? { kind: 'unavailable', labels: [label], reason: 'circuit open' } : timedOut(target, request));
+}
+
+function finishLeaf(call: LeafCall, result: WalkResult): WalkResult | Promise<WalkResult> {
+  return afterLeaf(call.fallback, result, call.request, call.progress);
 }
 
 function timedOut(target: ResolvedTarget, request: WalkRequest): AttemptResult {

@@ -6,7 +6,7 @@ import type { ResolvedTarget } from '../providers/provider-adapter.ts';
 import { statusOf, succeeded, type Attempt } from '../resilience/attempt-chain.ts';
 import { nextRetryWait } from '../resilience/retry-interceptor.ts';
 import { attemptTarget, type AttemptResult } from '../upstream/call-target.ts';
-import type { WalkProgress, WalkRequest } from './execute-plan.ts';
+import type { WalkProgress, WalkRequest, WalkResult } from './execute-plan.ts';
 
 // One leaf's upstream attempts (issue 32). The send step is split in two synchronous halves
 // around the one await: `dispatch` (mark the dispatch, start the attempt's span, call
@@ -36,17 +36,20 @@ export class LeafCall {
   readonly request: WalkRequest;
   readonly progress: WalkProgress;
   readonly forwardHeaders: readonly string[];
+  /** The fallback this leaf is the first child of: the leaf's frame goes on with it on a failure. */
+  readonly fallback: PlanNode | undefined;
   // The attempt in flight (a leaf's attempts run one after another).
   #model: string | undefined = undefined;
   #startedAt = 0;
   #span: AttemptSpan | undefined = undefined;
 
-  constructor(node: PlanNode, target: ResolvedTarget, request: WalkRequest, progress: WalkProgress, forwardHeaders: readonly string[]) {
+  constructor(node: PlanNode, target: ResolvedTarget, request: WalkRequest, progress: WalkProgress, forwardHeaders: readonly string[], fallback: PlanNode | undefined) {
     this.node = node;
     this.target = target;
     this.request = request;
     this.progress = progress;
     this.forwardHeaders = forwardHeaders;
+    this.fallback = fallback;
   }
 
   dispatch(retry: number, timeoutMs: number | undefined): Promise<AttemptResult> {
@@ -105,13 +108,14 @@ export class LeafCall {
   }
 }
 
-/** retry(send) in one frame: what the retry interceptor around `asAttempt()` does, minus its closures. */
+/** retry(send) in one frame: what the retry interceptor around `asAttempt()` does, minus its closures; `finish` takes the result on. */
 export async function retried(
   call: LeafCall,
   settings: RetrySettings | undefined,
   onRetry: (call: LeafCall) => void,
   discard: (result: AttemptResult) => void,
-): Promise<AttemptResult> {
+  finish: (call: LeafCall, result: AttemptResult) => WalkResult | Promise<WalkResult>,
+): Promise<WalkResult> {
   const { request } = call;
   if (request.gate !== undefined) await request.gate;
   const { runtime, signal } = request;
@@ -120,12 +124,12 @@ export async function retried(
     if (previous !== undefined) discard(previous);
     const result = await call.dispatch(retry, undefined);
     call.settle(result);
-    if (settings === undefined) return result;
+    if (settings === undefined) return finish(call, result);
     previous = result;
     const wait = nextRetryWait(result, retry, settings, signal, request.deadline, runtime.now, runtime.random, runtime.retryBaseDelayMs);
-    if (wait === undefined) return result;
+    if (wait === undefined) return finish(call, result);
     await runtime.sleep(wait, signal);
-    if (signal.aborted) return result;
+    if (signal.aborted) return finish(call, result);
     onRetry(call);
   }
 }

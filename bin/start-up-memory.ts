@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { releaseIsolateMemory } from '../proxy/memory-release.ts';
+import { afterQuietStretch, releaseIsolateMemory } from '../proxy/memory-release.ts';
 
 // Start-up allocates enough (module code, schemas, routes, plugins) that V8 grows the young
 // generation to the image's --max-semi-space-size and keeps it while idle: ≈ 24 MiB resident of
@@ -40,28 +40,21 @@ export interface IdleReleaseOptions {
  * loop's utilisation costs nothing per request.
  */
 export function releaseMemoryWhenIdle(options: IdleReleaseOptions = {}): IdleRelease {
-  const intervalMs = options.intervalMs ?? 1_000;
-  const idleSamples = options.idleSamples ?? 2;
   const idleUtilisation = options.idleUtilisation ?? 0.005;
   const minGrowthBytes = options.minGrowthBytes ?? 16 * 1024 * 1024;
-  const collect = options.collect ?? releaseStartUpMemory;
   const residentBytes = options.residentBytes ?? (() => process.memoryUsage.rss());
   const utilisation = options.utilisation ?? loopUtilisation();
   let baseline = residentBytes();
-  let idleInARow = 0;
-  const timer = setInterval(() => {
-    if (utilisation() >= idleUtilisation) {
-      idleInARow = 0;
-      return;
-    }
-    if (++idleInARow < idleSamples) return;
-    idleInARow = 0;
-    if (residentBytes() - baseline < minGrowthBytes) return;
-    collect();
-    baseline = residentBytes();
-  }, intervalMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return afterQuietStretch({
+    busy: () => utilisation() >= idleUtilisation,
+    worthIt: () => residentBytes() - baseline >= minGrowthBytes,
+    release: options.collect ?? releaseStartUpMemory,
+    released: () => {
+      baseline = residentBytes();
+    },
+    intervalMs: options.intervalMs,
+    quietTicks: options.idleSamples,
+  });
 }
 
 /** The main thread's event-loop utilisation since the previous call (0 idle … 1 busy). */

@@ -78,33 +78,72 @@ export interface QuietRelease {
   stop(): void;
 }
 
+export interface QuietStretch {
+  /** True while the thread works: the stretch starts again. */
+  readonly busy: () => boolean;
+  /** Asked once the stretch is long enough: is a release worth it now? */
+  readonly worthIt?: () => boolean;
+  readonly release: () => void;
+  /** After each release (a new baseline, a disarm). */
+  readonly released?: () => void;
+  readonly intervalMs?: number;
+  /** Quiet ticks in a row before the release. */
+  readonly quietTicks?: number;
+}
+
 /**
- * For a thread that knows when it works (the log worker: each message). Once it has been
- * touched and then left alone for `quietTicks` ticks in a row, `release` runs once; the next
- * touch arms it again. Nothing per message but a flag; the tick is unref'd.
+ * The one loop behind both releases: a tick (unref'd) every `intervalMs`; `quietTicks` ticks in
+ * a row not busy, then `release` if it is worth it. A release that throws leaves memory as it
+ * was: it must not escape the timer. `reset` starts the stretch again at once.
  */
-export function releaseWhenQuiet(options: { intervalMs?: number; quietTicks?: number; release?: () => void } = {}): QuietRelease {
-  const quietTicks = options.quietTicks ?? 2;
-  const release = options.release ?? releaseIsolateMemory;
-  let touched = false;
+export function afterQuietStretch(stretch: QuietStretch): { reset(): void; stop(): void } {
+  const quietTicks = stretch.quietTicks ?? 2;
   let quiet = 0;
   const timer = setInterval(() => {
-    if (!touched) return;
+    if (stretch.busy()) {
+      quiet = 0;
+      return;
+    }
     if (++quiet < quietTicks) return;
-    touched = false;
     quiet = 0;
+    if (stretch.worthIt !== undefined && !stretch.worthIt()) return;
     try {
-      release();
+      stretch.release();
     } catch {
       // Memory stays as it was; the thread goes on.
     }
-  }, options.intervalMs ?? 1_000);
+    stretch.released?.();
+  }, stretch.intervalMs ?? 1_000);
   timer.unref();
   return {
-    touch: () => {
-      touched = true;
+    reset: () => {
       quiet = 0;
     },
     stop: () => clearInterval(timer),
+  };
+}
+
+/**
+ * For a thread that knows when it works (the log worker: each message). Once it has been
+ * touched and then left alone for `quietTicks` ticks in a row, `release` runs once; the next
+ * touch arms it again. Nothing per message but a flag.
+ */
+export function releaseWhenQuiet(options: { intervalMs?: number; quietTicks?: number; release?: () => void } = {}): QuietRelease {
+  let touched = false;
+  const stretch = afterQuietStretch({
+    busy: () => !touched, // nothing to hand back until work happens
+    release: options.release ?? releaseIsolateMemory,
+    released: () => {
+      touched = false;
+    },
+    intervalMs: options.intervalMs,
+    quietTicks: options.quietTicks,
+  });
+  return {
+    touch: () => {
+      touched = true;
+      stretch.reset();
+    },
+    stop: stretch.stop,
   };
 }

@@ -2,9 +2,9 @@
 // faster way of writing the answer cannot change a byte of them (issue 32).
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { baseState, startHarness, TEST_GATEWAY_KEY, type Harness } from '../helpers/gateway-harness.ts';
+import { rawExchange } from '../helpers/raw-http.ts';
 
 const ANSWER = JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } });
 
@@ -61,27 +61,9 @@ after(async () => {
 
 /** One request on a raw keep-alive socket: the answer's head as sent (date masked) and its body. */
 async function exchange(method: string, path: string, headers: Record<string, string>, body = ''): Promise<{ head: string; body: string }> {
-  const socket = connect(Number(new URL(harness.gateway.origin).port), '127.0.0.1');
   const lines = [`${method} ${path} HTTP/1.1`, 'host: gateway', ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
   if (body !== '') lines.push(`content-length: ${Buffer.byteLength(body)}`);
-  socket.write(`${lines.join('\r\n')}\r\n\r\n${body}`);
-  const chunks: Buffer[] = [];
-  return new Promise((resolve, reject) => {
-    socket.on('error', reject);
-    socket.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      const text = Buffer.concat(chunks).toString('latin1');
-      const end = text.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const head = text.slice(0, end + 2);
-      const rest = text.slice(end + 4);
-      const length = /\r\ncontent-length: (\d+)\r\n/i.exec(head);
-      const whole = length !== null ? Buffer.byteLength(rest, 'latin1') >= Number(length[1]) : rest.endsWith('0\r\n\r\n');
-      if (!whole) return;
-      socket.destroy();
-      resolve({ head: head.replace(/\r\nDate: [^\r]+/, '\r\nDate: <date>'), body: Buffer.from(rest, 'latin1').toString('utf8') });
-    });
-  });
+  return rawExchange(Number(new URL(harness.gateway.origin).port), `${lines.join('\r\n')}\r\n\r\n${body}`);
 }
 
 const CHAT = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });

@@ -1,10 +1,10 @@
 // sendPlain against reply.send on the same reply state: the same bytes on the wire (status
 // line, header order and case, length, body), and reply.send wherever a hook must see it.
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { sendPlain } from '../../../proxy/endpoints/plain-write.ts';
+import { rawExchange } from '../../helpers/raw-http.ts';
 
 const JSON_BYTES = Buffer.from('{"id":"x","choices":[{"message":{"content":"héllo"}}]}');
 
@@ -69,22 +69,8 @@ after(async () => {
 /** The raw answer to one keep-alive request, the Date line masked. */
 async function raw(server: FastifyInstance, path: string): Promise<string> {
   const address = server.server.address();
-  const socket = connect(typeof address === 'object' && address !== null ? address.port : 0, '127.0.0.1');
-  socket.write(`POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n`);
-  const chunks: Buffer[] = [];
-  return new Promise((resolve, reject) => {
-    socket.on('error', reject);
-    socket.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      const text = Buffer.concat(chunks).toString('latin1');
-      const end = text.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const length = /\r\ncontent-length: (\d+)\r\n/i.exec(text.slice(0, end + 2));
-      if (Buffer.byteLength(text.slice(end + 4), 'latin1') < Number(length?.[1] ?? 0)) return;
-      socket.destroy();
-      resolve(text.replace(/\r\nDate: [^\r]+/, '\r\nDate: <date>'));
-    });
-  });
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  return (await rawExchange(port, `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n`)).raw;
 }
 
 describe('sendPlain', () => {

@@ -5,12 +5,12 @@ import { cleanText, metadataColumns } from './log-sql.ts';
 // straight from the columns, without records in between. Each value of the batch's string
 // table is cleaned (and JSON-quoted, for attempts) once however many records share it, and
 // an attempt's JSON is put together from those pieces. The values are exactly
-// valuesOf(rowOf(record)) of decodeBatch's records (a test holds them to it); the way through
+// valuesOf(rowOf(record)) of the batch's records decoded (a test holds them to a reference decoder); the way through
 // records cost the worker ~1.5 µs a record, this ~0.5.
 
 const malformed = (): RangeError => new RangeError('malformed request log batch');
 
-// As decodeBatch and rowOf take them: a non-finite number null (-0 as 0).
+// As the JSON round trip and rowOf take them: a non-finite number null (-0 as 0).
 const finite = (value: number | undefined): number | null => (value !== undefined && Number.isFinite(value) ? value + 0 : null);
 const rounded = (value: number | undefined): number | null => (value !== undefined && Number.isFinite(value) ? Math.round(value + 0) : null);
 

@@ -1,7 +1,8 @@
 // The SQLite store's hand-off encoding stores what the JSON text it replaced stored: same rows.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decodeBatch, encodeBatch, transferablesOf } from '../../../proxy/logs/log-batch-codec.ts';
+import { encodeBatch, transferablesOf } from '../../../proxy/logs/log-batch-codec.ts';
+import { decodeBatch } from './decode-batch.ts';
 import { valuesOfBatch } from '../../../proxy/logs/log-batch-rows.ts';
 import { LOG_COLUMNS, rowOf, valuesOf, type LogColumn } from '../../../proxy/logs/log-sql.ts';
 import type { RequestRecord } from '../../../proxy/observability/request-record.ts';

@@ -205,27 +205,8 @@ function numberOr(value: unknown, fallback: number): number {
   return typeof value === 'number' ? value : fallback;
 }
 
-// splitUsage's parts, computed in place: this runs for every priced request, and the object
-// splitUsage returns was allocated each time (V8 did not elide it).
-function flatCost(price: FlatPrice, usage: TokenUsage): number {
-  const prompt = nonNegative(usage.prompt);
-  const cacheRead = Math.min(nonNegative(usage.cachedPrompt), prompt);
-  const cacheWrite = Math.min(nonNegative(usage.cacheWrite), prompt - cacheRead);
-  const audioCacheRead = Math.min(nonNegative(usage.cachedAudioPrompt), nonNegative(usage.audioPrompt), cacheRead);
-  const audioInput = Math.min(nonNegative(usage.audioPrompt) - audioCacheRead, prompt - cacheRead - cacheWrite);
-  const completion = nonNegative(usage.completion);
-  const audioOutput = Math.min(nonNegative(usage.audioCompletion), completion);
-  const input =
-    (prompt - cacheRead - cacheWrite - audioInput) * price.input +
-    (cacheRead - audioCacheRead) * price.cacheRead +
-    cacheWrite * price.cacheWrite +
-    audioInput * price.audioInput +
-    audioCacheRead * price.audioCacheRead;
-  return (input + (completion - audioOutput) * price.output + audioOutput * price.audioOutput) / 1e6;
-}
-
-/** Usage cut into disjoint parts, each clipped to what its parent leaves (hostile counts never add up past the prompt). */
-function splitUsage(usage: TokenUsage): {
+/** Usage cut into disjoint parts. */
+interface UsageParts {
   textInput: number;
   textCacheRead: number;
   cacheWrite: number;
@@ -233,7 +214,25 @@ function splitUsage(usage: TokenUsage): {
   audioCacheRead: number;
   textOutput: number;
   audioOutput: number;
-} {
+}
+
+// The flat price's parts go into one object reused by every call (synchronous, one thread):
+// this runs for every priced request, and a fresh parts object was allocated each time.
+const FLAT_PARTS: UsageParts = { textInput: 0, textCacheRead: 0, cacheWrite: 0, audioInput: 0, audioCacheRead: 0, textOutput: 0, audioOutput: 0 };
+
+function flatCost(price: FlatPrice, usage: TokenUsage): number {
+  const parts = splitUsage(usage, FLAT_PARTS);
+  const input =
+    parts.textInput * price.input +
+    parts.textCacheRead * price.cacheRead +
+    parts.cacheWrite * price.cacheWrite +
+    parts.audioInput * price.audioInput +
+    parts.audioCacheRead * price.audioCacheRead;
+  return (input + parts.textOutput * price.output + parts.audioOutput * price.audioOutput) / 1e6;
+}
+
+/** Usage cut into disjoint parts, each clipped to what its parent leaves (hostile counts never add up past the prompt); into `parts` when given, else a new object. */
+function splitUsage(usage: TokenUsage, parts: UsageParts = { ...FLAT_PARTS }): UsageParts {
   const prompt = nonNegative(usage.prompt);
   const cacheRead = Math.min(nonNegative(usage.cachedPrompt), prompt);
   const cacheWrite = Math.min(nonNegative(usage.cacheWrite), prompt - cacheRead);
@@ -241,15 +240,14 @@ function splitUsage(usage: TokenUsage): {
   const audioInput = Math.min(nonNegative(usage.audioPrompt) - audioCacheRead, prompt - cacheRead - cacheWrite);
   const completion = nonNegative(usage.completion);
   const audioOutput = Math.min(nonNegative(usage.audioCompletion), completion);
-  return {
-    textInput: prompt - cacheRead - cacheWrite - audioInput,
-    textCacheRead: cacheRead - audioCacheRead,
-    cacheWrite,
-    audioInput,
-    audioCacheRead,
-    textOutput: completion - audioOutput,
-    audioOutput,
-  };
+  parts.textInput = prompt - cacheRead - cacheWrite - audioInput;
+  parts.textCacheRead = cacheRead - audioCacheRead;
+  parts.cacheWrite = cacheWrite;
+  parts.audioInput = audioInput;
+  parts.audioCacheRead = audioCacheRead;
+  parts.textOutput = completion - audioOutput;
+  parts.audioOutput = audioOutput;
+  return parts;
 }
 
 function tableUsage(usage: TokenUsage): Usage {

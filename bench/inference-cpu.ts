@@ -1,4 +1,5 @@
-// `npx node bench/inference-cpu.ts [--tree .] [--requests 20000] [--rounds 3] [--alloc]`: the
+// `npx node bench/inference-cpu.ts [--tree .] [--requests 20000] [--rounds 3] [--alloc]
+//   [--connections 16] [--collect none|last-resort|regular]`: the
 // gateway's main-thread CPU per harness request (POST /v1/chat/completions, the saved
 // fallback config with retry 2, bench/aigateway-state.yaml), with the mock upstream and the
 // load generator in a child process, so this process holds only the gateway. `--alloc`
@@ -8,6 +9,10 @@
 // request, which a loaded machine does not move: run it under
 //   valgrind --tool=callgrind --instr-atstart=no node bench/inference-cpu.ts --callgrind …
 // (instrumentation is switched on for the measured rounds only; Ir / requests is the count).
+// `--collect` runs one forced full collection (V8's gc(), the idle release's `last-resort`
+// flavour or a `regular` one) and glibc's malloc_trim between the warm-up and the measured
+// rounds: what the requests after an idle release cost (`--connections 1`: lone requests, as
+// in the harness's open loop).
 import { execFileSync, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Session } from 'node:inspector/promises';
@@ -18,10 +23,10 @@ import { Pool } from 'undici';
 import { harnessChatBody } from './harness-body.ts';
 
 type PeerMessage = { upstream: string } | { done: number };
-type GatewayMessage = { url: string; headers: Record<string, string>; requests: number } | { exit: true };
+type GatewayMessage = { url: string; headers: Record<string, string>; requests: number; connections: number } | { exit: true };
+type Collection = 'none' | 'last-resort' | 'regular';
 
 const BODY = harnessChatBody(false);
-const CONNECTIONS = 16;
 
 /** The child: the mock upstream, and a closed loop of exactly `requests` requests on demand. */
 async function peer(): Promise<void> {
@@ -38,7 +43,7 @@ async function peer(): Promise<void> {
         process.disconnect();
         return;
       }
-      pool ??= new Pool(new URL(message.url).origin, { connections: CONNECTIONS });
+      pool ??= new Pool(new URL(message.url).origin, { connections: message.connections });
       let left = message.requests;
       let failed = 0;
       const worker = async (): Promise<void> => {
@@ -49,7 +54,7 @@ async function peer(): Promise<void> {
           await answer?.body.dump();
         }
       };
-      await Promise.all(Array.from({ length: CONNECTIONS }, worker));
+      await Promise.all(Array.from({ length: message.connections }, worker));
       process.send?.({ done: failed } satisfies PeerMessage);
     })();
   });
@@ -86,7 +91,21 @@ function allocations(profile: AllocationSample, tree: string): { byFile: Map<str
   return { byFile, byFunction };
 }
 
-async function gatewaySide(tree: string, requests: number, rounds: number, alloc: boolean, callgrind: boolean): Promise<void> {
+/** One forced full collection (V8's gc(), fetched with --expose-gc set for that moment), then malloc_trim. */
+async function collectOnce(tree: string, flavor: Exclude<Collection, 'none'>): Promise<void> {
+  const { setFlagsFromString } = await import('node:v8');
+  const { runInNewContext } = await import('node:vm');
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as (options: object) => void;
+  setFlagsFromString('--no-expose-gc');
+  const before = process.memoryUsage.rss();
+  gc({ type: 'major', execution: 'sync', flavor });
+  const { trimMallocArenas } = (await import(join(tree, 'proxy/memory-release.ts'))) as typeof import('../proxy/memory-release.ts');
+  trimMallocArenas();
+  process.stdout.write(`${flavor} collection: RSS ${(before / 2 ** 20).toFixed(1)} → ${(process.memoryUsage.rss() / 2 ** 20).toFixed(1)} MiB\n`);
+}
+
+async function gatewaySide(tree: string, requests: number, rounds: number, alloc: boolean, callgrind: boolean, connections: number, collect: Collection): Promise<void> {
   const child = fork(fileURLToPath(import.meta.url), ['--peer'], { stdio: 'inherit', execArgv: [] });
   const next = (): Promise<PeerMessage> => new Promise((done) => child.once('message', (message) => done(message as PeerMessage)));
   const { upstream } = (await next()) as { upstream: string };
@@ -102,12 +121,14 @@ async function gatewaySide(tree: string, requests: number, rounds: number, alloc
   });
   const headers = { 'content-type': 'application/json', 'x-gateway-api-key': key, 'x-gateway-config': 'bench-fallback' };
   const batch = async (count: number): Promise<void> => {
-    child.send({ url: gateway.origin, headers, requests: count } satisfies GatewayMessage);
+    child.send({ url: gateway.origin, headers, requests: count, connections } satisfies GatewayMessage);
     const { done: failed } = (await next()) as { done: number };
     if (failed > 0) throw new Error(`${failed} requests failed`);
   };
   try {
     await batch(Math.min(requests, 5_000)); // warm-up
+    if (collect !== 'none') await collectOnce(tree, collect);
+    else process.stdout.write('no collection: RSS ' + (process.memoryUsage.rss() / 2 ** 20).toFixed(1) + ' MiB\n');
     const perRound: number[] = [];
     if (callgrind) execFileSync('callgrind_control', ['-i', 'on', String(process.pid)], { stdio: 'ignore' });
     for (let round = 0; round < rounds; round++) {
@@ -150,8 +171,12 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
       alloc: { type: 'boolean', default: false },
       callgrind: { type: 'boolean', default: false },
       peer: { type: 'boolean', default: false },
+      connections: { type: 'string', default: '16' },
+      collect: { type: 'string', default: 'none' },
     },
   });
+  const collect = values.collect as Collection;
+  if (!['none', 'last-resort', 'regular'].includes(collect)) throw new Error('--collect: none, last-resort or regular');
   if (values.peer) await peer();
-  else await gatewaySide(resolve(values.tree), Number(values.requests), Number(values.rounds), values.alloc, values.callgrind);
+  else await gatewaySide(resolve(values.tree), Number(values.requests), Number(values.rounds), values.alloc, values.callgrind, Number(values.connections), collect);
 }

@@ -1,5 +1,5 @@
 // `npx node bench/inference-cpu.ts [--tree .] [--requests 20000] [--rounds 3] [--alloc]
-//   [--connections 16] [--collect none|last-resort|regular]`: the
+//   [--connections 16] [--collect none|last-resort|regular] [--idle-ms 0]`: the
 // gateway's main-thread CPU per harness request (POST /v1/chat/completions, the saved
 // fallback config with retry 2, bench/aigateway-state.yaml), with the mock upstream and the
 // load generator in a child process, so this process holds only the gateway. `--alloc`
@@ -12,7 +12,8 @@
 // `--collect` runs one forced full collection (V8's gc(), the idle release's `last-resort`
 // flavour or a `regular` one) and glibc's malloc_trim between the warm-up and the measured
 // rounds: what the requests after an idle release cost (`--connections 1`: lone requests, as
-// in the harness's open loop).
+// in the harness's open loop). `--idle-ms` idles that long first (V8's own memory reducer may
+// collect meanwhile), as the harness's gateway idles between its runs.
 import { execFileSync, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Session } from 'node:inspector/promises';
@@ -105,7 +106,7 @@ async function collectOnce(tree: string, flavor: Exclude<Collection, 'none'>): P
   process.stdout.write(`${flavor} collection: RSS ${(before / 2 ** 20).toFixed(1)} → ${(process.memoryUsage.rss() / 2 ** 20).toFixed(1)} MiB\n`);
 }
 
-async function gatewaySide(tree: string, requests: number, rounds: number, alloc: boolean, callgrind: boolean, connections: number, collect: Collection): Promise<void> {
+async function gatewaySide(tree: string, requests: number, rounds: number, alloc: boolean, callgrind: boolean, connections: number, collect: Collection, idleMs: number): Promise<void> {
   const child = fork(fileURLToPath(import.meta.url), ['--peer'], { stdio: 'inherit', execArgv: [] });
   const next = (): Promise<PeerMessage> => new Promise((done) => child.once('message', (message) => done(message as PeerMessage)));
   const { upstream } = (await next()) as { upstream: string };
@@ -127,6 +128,7 @@ async function gatewaySide(tree: string, requests: number, rounds: number, alloc
   };
   try {
     await batch(Math.min(requests, 5_000)); // warm-up
+    if (idleMs > 0) await new Promise((resolve) => setTimeout(resolve, idleMs));
     if (collect !== 'none') await collectOnce(tree, collect);
     else process.stdout.write('no collection: RSS ' + (process.memoryUsage.rss() / 2 ** 20).toFixed(1) + ' MiB\n');
     const perRound: number[] = [];
@@ -173,10 +175,11 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
       peer: { type: 'boolean', default: false },
       connections: { type: 'string', default: '16' },
       collect: { type: 'string', default: 'none' },
+      'idle-ms': { type: 'string', default: '0' },
     },
   });
   const collect = values.collect as Collection;
   if (!['none', 'last-resort', 'regular'].includes(collect)) throw new Error('--collect: none, last-resort or regular');
   if (values.peer) await peer();
-  else await gatewaySide(resolve(values.tree), Number(values.requests), Number(values.rounds), values.alloc, values.callgrind, Number(values.connections), collect);
+  else await gatewaySide(resolve(values.tree), Number(values.requests), Number(values.rounds), values.alloc, values.callgrind, Number(values.connections), collect, Number(values['idle-ms']));
 }

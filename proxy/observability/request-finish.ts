@@ -102,12 +102,35 @@ export function containFailure(deps: Pick<FinishDeps, 'logger' | 'metrics'>, sta
   }
 }
 
+// The last recorded exchange stays reachable until the next one is recorded. The idle release's
+// full collection (bin/start-up-memory.ts) runs with no request in flight: the hidden classes of
+// a request's objects would die with them, and V8 deoptimises every function whose optimised
+// code embeds one (184 at once, measured), so the first thousands of requests after a quiet
+// spell cost 1.5–2× the CPU. One small exchange kept alive keeps most of those classes
+// (71 deoptimised; docs/performance.md). A large body is never kept: it could not be released.
+const KEPT_EXCHANGE_MAX_BYTES = 256 * 1024;
+const keptExchange: { request: FastifyRequest | undefined; reply: FastifyReply | undefined } = { request: undefined, reply: undefined };
+
+/** The exchange finishRequest keeps reachable (for tests). */
+export function keptExchangeRequest(): FastifyRequest | undefined {
+  return keptExchange.request;
+}
+
+/** A request with a small body replaces the kept one; others (large, or without a body) leave it. */
+function keepExchange(request: FastifyRequest, reply: FastifyReply): void {
+  const length = request.headers?.['content-length']; // never throws: this runs in a listener
+  if (length === undefined || !(Number(length) <= KEPT_EXCHANGE_MAX_BYTES)) return;
+  keptExchange.request = request;
+  keptExchange.reply = reply;
+}
+
 export function finishRequest(request: FastifyRequest, reply: FastifyReply, deps: FinishDeps): void {
   const context = request.gateway;
   if (context === null || context === undefined || context.finished) return;
   context.finished = true;
   const route = request.routeOptions.url ?? 'unmatched';
   if (UNRECORDED.has(route)) return;
+  keepExchange(request, reply);
   // The client left before the answer was whole (a stream that had relayed its end counts as whole).
   const leftEarly = !reply.raw.writableFinished && !(reply.raw.headersSent && context.upstreamDoneAt !== undefined);
   if (leftEarly) context.clientAborted = true;

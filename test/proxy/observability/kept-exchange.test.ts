@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { keptExchangeRequest } from '../../../proxy/observability/request-finish.ts';
 import { startMockOpenAI } from '../../fixtures/mock-openai.ts';
-import { baseState, startHarness } from '../../helpers/gateway-harness.ts';
+import { baseState, startHarness, TEST_GATEWAY_KEY } from '../../helpers/gateway-harness.ts';
 
 test('finishRequest keeps the last small exchange, never a large one, and ignores probes', async () => {
   const mock = await startMockOpenAI({ apiKey: 'sk-kept' });
@@ -27,7 +27,7 @@ test('finishRequest keeps the last small exchange, never a large one, and ignore
     await ask('large', 'x'.repeat(300 * 1024));
     assert.equal(keptMark(), 'first', 'a body over 256 KiB is not kept');
 
-    const models = await fetch(`${harness.gateway.origin}/v1/models`, { headers: { 'x-gateway-api-key': 'gw-test-key-0123456789-012345678' } });
+    const models = await fetch(`${harness.gateway.origin}/v1/models`, { headers: { 'x-gateway-api-key': TEST_GATEWAY_KEY } });
     await models.arrayBuffer();
     assert.equal(keptMark(), 'first', 'a request without a body does not replace it');
 

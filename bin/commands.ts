@@ -239,7 +239,10 @@ async function serve(args: string[]): Promise<number> {
   if (consoleOn) process.stderr.write(`aigateway console on ${gateway.origin}/console/ (sign in with a gateway key that has the admin scope)\n`);
   process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir}${metricsAt})\n`);
   // After a burst of traffic, memory goes back once the gateway idles (start-up-memory.ts).
-  const idleRelease = releaseMemoryWhenIdle();
+  const mib = (bytes: number): number => Math.round(bytes / 1024 / 102.4) / 10;
+  const idleRelease = releaseMemoryWhenIdle({
+    onReleased: (before, after) => logger.info({ rss_before_mib: mib(before), rss_after_mib: mib(after) }, 'idle memory release'),
+  });
 
   const drainTimeoutMs = positiveInteger(pick(values['drain-timeout-ms'], 'AIGATEWAY_DRAIN_TIMEOUT_MS'), 'drain-timeout-ms');
   const shutdownDelayMs = positiveInteger(pick(values['shutdown-delay-ms'], 'AIGATEWAY_SHUTDOWN_DELAY_MS'), 'shutdown-delay-ms');

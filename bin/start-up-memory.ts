@@ -28,6 +28,8 @@ export interface IdleReleaseOptions {
   /** Resident growth since the last collection that makes one worth running (bytes). */
   readonly minGrowthBytes?: number;
   readonly collect?: () => void;
+  /** After each release: the resident set before and after it (bytes), e.g. for a log line. */
+  readonly onReleased?: (before: number, after: number) => void;
   readonly utilisation?: () => number;
   readonly residentBytes?: () => number;
 }
@@ -45,12 +47,17 @@ export function releaseMemoryWhenIdle(options: IdleReleaseOptions = {}): IdleRel
   const residentBytes = options.residentBytes ?? (() => process.memoryUsage.rss());
   const utilisation = options.utilisation ?? loopUtilisation();
   let baseline = residentBytes();
+  let before = 0;
   return afterQuietStretch({
     busy: () => utilisation() >= idleUtilisation,
-    worthIt: () => residentBytes() - baseline >= minGrowthBytes,
+    worthIt: () => {
+      before = residentBytes();
+      return before - baseline >= minGrowthBytes;
+    },
     release: options.collect ?? releaseStartUpMemory,
     released: () => {
       baseline = residentBytes();
+      options.onReleased?.(before, baseline);
     },
     intervalMs: options.intervalMs,
     quietTicks: options.idleSamples,

@@ -18,7 +18,10 @@ export interface BatchRunnerOptions {
   readonly logger: Logger;
   /** Lines in flight per process; default 8. */
   readonly concurrency?: number;
-  /** Idle polling interval (ms); default 250. New batches and finished lines wake the loop early. */
+  /**
+   * Polling interval (ms) while there is work; default 250. A pass that finds none doubles the
+   * next wait, up to 8×; new batches (on this replica) and finished lines wake the loop at once.
+   */
   readonly pollIntervalMs?: number;
   /** A worker silent for this long is dead and its in-flight lines fail (ms); default 10 000. */
   readonly leaseMs?: number;
@@ -26,6 +29,9 @@ export interface BatchRunnerOptions {
   readonly exclusive?: boolean;
   readonly now?: () => number;
 }
+
+/** Empty passes in a row after which the wait stops growing: pollIntervalMs × 8. */
+const IDLE_BACKOFF_STEPS = 3;
 
 /** Tries at recording a line's outcome before giving up on it (about 3 s in all). */
 const OUTCOME_ATTEMPTS = 7;
@@ -41,6 +47,8 @@ export class BatchRunner {
   #wake: (() => void) | undefined;
   /** A wake that came while a pass was running: the next sleep is skipped. */
   #woken = false;
+  /** Empty passes in a row (capped): the next wait is pollIntervalMs × 2^this. */
+  #idlePasses = 0;
   #lastSweep = Number.NEGATIVE_INFINITY;
   #heartbeatTimer: NodeJS.Timeout | undefined;
   /** A heartbeat write in progress: the timer never stacks them up behind a slow store. */
@@ -85,6 +93,7 @@ export class BatchRunner {
 
   /** Run a pass now (a batch was created or cancelled). */
   wake(): void {
+    this.#idlePasses = 0;
     if (this.#wake === undefined) this.#woken = true;
     else this.#wake();
   }
@@ -119,8 +128,11 @@ export class BatchRunner {
         this.#woken = false;
         continue;
       }
+      // An idle gateway polls less: each empty pass is synchronous SQLite work on the serving
+      // thread (a few ms at 4 a second kept the idle release from ever seeing an idle loop).
+      this.#idlePasses = this.#inFlight.size > 0 ? 0 : Math.min(this.#idlePasses + 1, IDLE_BACKOFF_STEPS);
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, this.#options.pollIntervalMs);
+        const timer = setTimeout(done, this.#options.pollIntervalMs * 2 ** this.#idlePasses);
         function done(): void {
           clearTimeout(timer);
           resolve();

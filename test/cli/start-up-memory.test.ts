@@ -23,6 +23,7 @@ test('after traffic, memory goes back once the loop has idled two samples in a r
   let busy = 1;
   let resident = 100;
   const collections: number[] = [];
+  const reports: Array<[number, number]> = [];
   const release = releaseMemoryWhenIdle({
     intervalMs: 1_000,
     minGrowthBytes: 16,
@@ -32,6 +33,7 @@ test('after traffic, memory goes back once the loop has idled two samples in a r
       collections.push(resident);
       resident = 110; // the collection handed pages back
     },
+    onReleased: (before, after) => reports.push([before, after]),
   });
   resident = 150;
   t.mock.timers.tick(5_000);
@@ -51,6 +53,7 @@ test('after traffic, memory goes back once the loop has idled two samples in a r
   resident = 140;
   t.mock.timers.tick(2_000);
   assert.deepEqual(collections, [150, 140], 'grew again by more than the threshold');
+  assert.deepEqual(reports, [[150, 110], [140, 110]], 'each release is reported with the resident set before and after');
   release.stop();
   resident = 500;
   t.mock.timers.tick(10_000);

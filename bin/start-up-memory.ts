@@ -57,7 +57,11 @@ export function releaseMemoryWhenIdle(options: IdleReleaseOptions = {}): IdleRel
     release: options.collect ?? releaseStartUpMemory,
     released: () => {
       baseline = residentBytes();
-      options.onReleased?.(before, baseline);
+      try {
+        options.onReleased?.(before, baseline);
+      } catch {
+        // A report that fails must not escape the timer.
+      }
     },
     intervalMs: options.intervalMs,
     quietTicks: options.idleSamples,

@@ -92,17 +92,11 @@ function allocations(profile: AllocationSample, tree: string): { byFile: Map<str
   return { byFile, byFunction };
 }
 
-/** One forced full collection (V8's gc(), fetched with --expose-gc set for that moment), then malloc_trim. */
+/** One forced full collection of this isolate, then malloc_trim (the idle release's own code). */
 async function collectOnce(tree: string, flavor: Exclude<Collection, 'none'>): Promise<void> {
-  const { setFlagsFromString } = await import('node:v8');
-  const { runInNewContext } = await import('node:vm');
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as (options: object) => void;
-  setFlagsFromString('--no-expose-gc');
+  const { releaseIsolateMemory } = (await import(join(tree, 'proxy/memory-release.ts'))) as typeof import('../proxy/memory-release.ts');
   const before = process.memoryUsage.rss();
-  gc({ type: 'major', execution: 'sync', flavor });
-  const { trimMallocArenas } = (await import(join(tree, 'proxy/memory-release.ts'))) as typeof import('../proxy/memory-release.ts');
-  trimMallocArenas();
+  releaseIsolateMemory(flavor);
   process.stdout.write(`${flavor} collection: RSS ${(before / 2 ** 20).toFixed(1)} → ${(process.memoryUsage.rss() / 2 ** 20).toFixed(1)} MiB\n`);
 }
 

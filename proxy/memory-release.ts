@@ -5,7 +5,7 @@ import { runInNewContext } from 'node:vm';
 // memory-reducing full collection of the calling thread's isolate, then glibc's malloc_trim().
 // Used by `serve` (start-up, and after traffic) and by the SQLite log worker after its writes.
 
-type GcFunction = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
+type GcFunction = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' | 'regular' }) => void;
 
 let isolateGc: GcFunction | undefined; // per isolate: each thread has its own module instance
 
@@ -34,9 +34,10 @@ function gcFunction(): GcFunction {
 /**
  * The "last resort" collection (a full GC that also shrinks the young generation and unmaps the
  * freed pages) of the calling thread's isolate; then the free pages inside malloc's arenas.
+ * `regular`: a plain full collection instead (the benchmarks compare the two).
  */
-export function releaseIsolateMemory(): void {
-  gcFunction()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+export function releaseIsolateMemory(flavor: 'last-resort' | 'regular' = 'last-resort'): void {
+  gcFunction()({ type: 'major', execution: 'sync', flavor });
   trimMallocArenas();
 }
 

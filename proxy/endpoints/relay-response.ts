@@ -12,7 +12,7 @@ import { SseEventSizeGuard, SseEventTooLargeError } from '../providers/sse-parse
 import type { AnswerObserver } from './response-caching.ts';
 import type { RequestContext } from '../request-context.ts';
 import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
-import { modelOf, type AnswerUsage } from '../ratelimit/usage-tap.ts';
+import { modelOf, type AnswerUsage, type UsageTapSink } from '../ratelimit/usage-tap.ts';
 import type { AnswerReading, StreamFailure } from '../ingress/ingress-translator.ts';
 import { SseFrameFlow, type SseFrameStage } from '../streams/sse-frame-pipeline.ts';
 import { FrameRelay, PASS_THROUGH, type RelayStep } from '../streams/frame-relay.ts';
@@ -236,20 +236,7 @@ function streamAnswer(reply: FastifyReply, input: RelayInput, released: Promise<
   if (input.streamGuard?.mode === 'tail') stages.push(input.streamGuard.tail());
   if (input.observer !== undefined) stages.push(input.observer.stream(released));
   if (endpoint !== 'embeddings') {
-    const sink = {
-      onUsage: (usage: AnswerUsage, model: string | undefined) => recordUsage(usage, model, input),
-      // A client that closes at [DONE] (the openai SDK does) got the whole answer, not a 499.
-      onDone: () => {
-        context.upstreamDoneAt ??= process.hrtime.bigint();
-      },
-      // Written straight onto the context: the estimate reads it if the client leaves early.
-      get streamEvents() {
-        return context.streamEvents;
-      },
-      set streamEvents(value: number) {
-        context.streamEvents = value;
-      },
-    };
+    const sink = new StreamUsageSink(input);
     stages.push(input.ingress.usageStage(sink, input.stripStreamUsage === true));
   }
   let assembled: StreamAssembler | undefined;
@@ -275,6 +262,37 @@ function streamAnswer(reply: FastifyReply, input: RelayInput, released: Promise<
   reply.removeHeader('content-length');
   // One hop to the client; a failure after the status went out ends it with an error event.
   return { stream: new FrameRelay(source, step, (error) => failureEvent(error, input)), assembled };
+}
+
+/**
+ * Where a stream's usage tap reports. A class, not an object literal with a getter and a
+ * setter made per stream: measured, that literal kept each stream's objects alive through
+ * the scavenges that followed it (promoted 20 KB a stream against 2; docs/performance.md).
+ */
+class StreamUsageSink implements UsageTapSink {
+  readonly #input: RelayInput;
+
+  constructor(input: RelayInput) {
+    this.#input = input;
+  }
+
+  onUsage(usage: AnswerUsage, model: string | undefined): void {
+    recordUsage(usage, model, this.#input);
+  }
+
+  /** A client that closes at [DONE] (the openai SDK does) got the whole answer, not a 499. */
+  onDone(): void {
+    this.#input.context.upstreamDoneAt ??= process.hrtime.bigint();
+  }
+
+  /** Written straight onto the context: the estimate reads it if the client leaves early. */
+  get streamEvents(): number {
+    return this.#input.context.streamEvents;
+  }
+
+  set streamEvents(value: number) {
+    this.#input.context.streamEvents = value;
+  }
 }
 
 function chain(source: Readable, next: Transform): Readable {

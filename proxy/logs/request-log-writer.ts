@@ -4,7 +4,7 @@ import type { RequestLogStore } from './request-log-store.ts';
 
 // Moves finished-request records from the response path to the log store: the sink only
 // pushes onto an in-memory queue (O(1), never awaits, never throws); batches are written
-// one at a time, when a batch is full or every flushIntervalMs. When the store is slower
+// one at a time, when a batch is full or flushIntervalMs after a part-filled one began. When the store is slower
 // than the traffic the queue fills, and further records are dropped and counted rather
 // than held: memory stays bounded and requests never wait for the log.
 //
@@ -105,6 +105,7 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
     queue.push(record);
     accepted++;
     if (queue.length >= batchSize) schedulePump();
+    else armFlush();
   };
 
   // Writes one batch; the next starts only when it is done (one insert in flight at a time).
@@ -148,6 +149,7 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
       inFlight = undefined;
       writing = 0;
       if (queue.length >= batchSize) schedulePump();
+      else armFlush();
     });
     return inFlight;
   }
@@ -191,8 +193,17 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
     unloggedErrors = 0;
   }
 
-  const timer = setInterval(() => void writeNext(), flushIntervalMs);
-  timer.unref();
+  // Armed by the first record of a part-filled batch, not on an interval: an idle writer
+  // wakes nothing, and a record waits at most flushIntervalMs.
+  let flushTimer: NodeJS.Timeout | undefined;
+  function armFlush(): void {
+    if (flushTimer !== undefined || closed || queue.length === 0) return;
+    flushTimer = setTimeout(() => {
+      flushTimer = undefined;
+      void writeNext();
+    }, flushIntervalMs);
+    flushTimer.unref();
+  }
 
   async function flush(): Promise<void> {
     const target = accepted;
@@ -204,7 +215,8 @@ export function createRequestLogWriter(store: RequestLogStore, options: RequestL
     flush,
     async close(closeOptions = {}) {
       closed = true;
-      clearInterval(timer);
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
       // One last try now rather than after the backoff; a failure then drops (write_failed).
       backoff?.fire();
       let deadline: NodeJS.Timeout | undefined;

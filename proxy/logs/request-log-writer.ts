@@ -4,9 +4,10 @@ import type { RequestLogStore } from './request-log-store.ts';
 
 // Moves finished-request records from the response path to the log store: the sink only
 // pushes onto an in-memory queue (O(1), never awaits, never throws); batches are written
-// one at a time, when a batch is full or flushIntervalMs after a part-filled one began. When the store is slower
-// than the traffic the queue fills, and further records are dropped and counted rather
-// than held: memory stays bounded and requests never wait for the log.
+// one at a time, when a batch is full or flushIntervalMs after a part-filled one began.
+// When the store is slower than the traffic the queue fills, and further records are
+// dropped and counted rather than held: memory stays bounded and requests never wait for
+// the log.
 //
 // A batch that fails because the store is unreachable (a PostgreSQL outage: refused or
 // reset connections, connect timeouts, the server shutting down) goes back to the head of

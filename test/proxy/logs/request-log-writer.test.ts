@@ -67,28 +67,23 @@ describe('request log writer', () => {
 
   test('a part-filled batch waits flushIntervalMs from its first record; an idle writer has no timer to wake', async (t) => {
     t.mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'setImmediate'] });
-    const settle = async (): Promise<void> => {
-      for (let turn = 0; turn < 10; turn++) await Promise.resolve();
-    };
     const { store, batches } = scriptedStore();
     const writer = createRequestLogWriter(store, { batchSize: 100, flushIntervalMs: 100 });
+    /** The batch sizes written once `ms` more have passed (the inserts' promises settled). */
+    const after = async (ms: number): Promise<number[]> => {
+      t.mock.timers.tick(ms);
+      for (let turn = 0; turn < 10; turn++) await Promise.resolve();
+      return batches.map((batch) => batch.length);
+    };
     t.mock.timers.tick(90);
     writer.sink(logRecord());
     // 110 ms after the writer began: a timer from its start would have written the record by now.
-    t.mock.timers.tick(20);
-    await settle();
-    assert.equal(batches.length, 0);
-    t.mock.timers.tick(80);
-    await settle();
-    assert.deepEqual(batches.map((batch) => batch.length), [1]);
+    assert.deepEqual(await after(20), []);
+    assert.deepEqual(await after(80), [1]);
     // The next record starts its own wait.
     writer.sink(logRecord());
-    t.mock.timers.tick(99);
-    await settle();
-    assert.equal(batches.length, 1);
-    t.mock.timers.tick(1);
-    await settle();
-    assert.deepEqual(batches.map((batch) => batch.length), [1, 1]);
+    assert.deepEqual(await after(99), [1]);
+    assert.deepEqual(await after(1), [1, 1]);
     await writer.close();
   });
 

@@ -124,7 +124,7 @@ async function gatewaySide(tree: string, requests: number, rounds: number, alloc
     await batch(Math.min(requests, 5_000)); // warm-up
     if (idleMs > 0) await new Promise((resolve) => setTimeout(resolve, idleMs));
     if (collect !== 'none') await collectOnce(tree, collect);
-    else process.stdout.write('no collection: RSS ' + (process.memoryUsage.rss() / 2 ** 20).toFixed(1) + ' MiB\n');
+    else process.stdout.write(`no collection: RSS ${(process.memoryUsage.rss() / 2 ** 20).toFixed(1)} MiB\n`);
     const perRound: number[] = [];
     if (callgrind) execFileSync('callgrind_control', ['-i', 'on', String(process.pid)], { stdio: 'ignore' });
     for (let round = 0; round < rounds; round++) {
@@ -174,6 +174,8 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
   });
   const collect = values.collect as Collection;
   if (!['none', 'last-resort', 'regular'].includes(collect)) throw new Error('--collect: none, last-resort or regular');
+  // 0 or NaN connections would send nothing and report a measurement of nothing.
+  if (!(Number.isInteger(Number(values.connections)) && Number(values.connections) >= 1)) throw new Error('--connections: a positive integer');
   if (values.peer) await peer();
   else await gatewaySide(resolve(values.tree), Number(values.requests), Number(values.rounds), values.alloc, values.callgrind, Number(values.connections), collect, Number(values['idle-ms']));
 }

@@ -239,7 +239,7 @@ async function serve(args: string[]): Promise<number> {
   if (consoleOn) process.stderr.write(`aigateway console on ${gateway.origin}/console/ (sign in with a gateway key that has the admin scope)\n`);
   process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir}${metricsAt})\n`);
   // After a burst of traffic, memory goes back once the gateway idles (start-up-memory.ts).
-  const mib = (bytes: number): number => Math.round(bytes / 1024 / 102.4) / 10;
+  const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10; // MiB, one decimal
   const idleRelease = releaseMemoryWhenIdle({
     onReleased: (before, after) => logger.info({ rss_before_mib: mib(before), rss_after_mib: mib(after) }, 'idle memory release'),
   });

@@ -22,6 +22,7 @@ import { FileUsageLimitStore } from '../proxy/budgets/usage-limit-store.ts';
 import { createGatewayLogger } from '../proxy/observability/log-line.ts';
 import { startGateway } from '../proxy/start-gateway.ts';
 import { releaseMemoryWhenIdle, releaseStartUpMemory } from './start-up-memory.ts';
+import { DEFAULT_HELPER_THREAD_NICE, yieldHelperThreads } from './helper-threads.ts';
 import { StateLoadError } from '../proxy/errors.ts';
 
 const USAGE = `Usage: aigateway <command> [options]
@@ -41,6 +42,8 @@ Commands:
                --max-in-flight-per-key <n> most /v1 requests of one API key at once, then 429 (env AIGATEWAY_MAX_IN_FLIGHT_PER_KEY, default a quarter of --max-in-flight)
                --drain-timeout-ms <n> on SIGTERM, cut open requests after this (env AIGATEWAY_DRAIN_TIMEOUT_MS, default 30000)
                --shutdown-delay-ms <n> on SIGTERM, keep serving this long after readiness turns false (env AIGATEWAY_SHUTDOWN_DELAY_MS, default 0)
+               --helper-thread-nice <n> run V8's GC and compiler helper threads at this nice value, below the serving
+                                     thread (Linux; env AIGATEWAY_HELPER_THREAD_NICE, 0-19, default 10; 0 leaves them)
                --metrics-port <n>    serve /metrics on this port instead of --port (env AIGATEWAY_METRICS_PORT)
                --redis-url <url>     shared rate-limit counters and response cache (env REDIS_URL; default: in memory)
                --ratelimit-fail-mode open|closed  when Redis fails (env AIGATEWAY_RATELIMIT_FAIL_MODE, default open)
@@ -144,6 +147,7 @@ async function serve(args: string[]): Promise<number> {
       'max-in-flight-per-key': { type: 'string' },
       'max-parsed-answer-bytes': { type: 'string' },
       'drain-timeout-ms': { type: 'string' },
+      'helper-thread-nice': { type: 'string' },
       'shutdown-delay-ms': { type: 'string' },
       'ratelimit-fail-mode': { type: 'string' },
       'budget-leases': { type: 'string' },
@@ -176,6 +180,10 @@ async function serve(args: string[]): Promise<number> {
   const redisUrl = pick(values['redis-url'], 'REDIS_URL');
   const budgetLeases = pick(values['budget-leases'], 'AIGATEWAY_BUDGET_LEASES', 'on');
   if (budgetLeases !== 'on' && budgetLeases !== 'off') throw new UsageError(`budget-leases must be on or off, got "${budgetLeases}"`);
+  const helperNice = positiveInteger(pick(values['helper-thread-nice'], 'AIGATEWAY_HELPER_THREAD_NICE'), 'helper-thread-nice') ?? DEFAULT_HELPER_THREAD_NICE;
+  if (helperNice > 19) throw new UsageError(`helper-thread-nice must be 0-19, got "${helperNice}"`);
+  // GC and compiler helpers yield to the serving thread where they share a core (helper-threads.ts).
+  yieldHelperThreads(helperNice);
   ensureWritableDataDir(dataDir);
   const policyStore = await FilePolicyStore.open(join(dataDir, 'rate-limit-policies.json'));
   const usageLimitStore = await FileUsageLimitStore.open(join(dataDir, 'usage-limit-policies.json'));

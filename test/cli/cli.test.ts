@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { threadsOf } from '../helpers/threads.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = join(ROOT, 'bin', 'aigateway.js');
@@ -141,6 +142,25 @@ describe('aigateway serve', () => {
     } finally {
       assert.equal(await stop(served), 0);
     }
+  });
+
+  test("serve runs V8's helper threads at nice 10 (the flag sets another value); a value past 19 is a usage error", { skip: process.platform !== 'linux' }, async () => {
+    const helperNices = (pid: number): number[] => [...new Set(threadsOf(pid).filter((thread) => thread.name === 'V8Worker').map((thread) => thread.nice))];
+    const args = ['--config', join(ROOT, 'gateway.example.yaml'), '--port', '0', '--data-dir', join(dir, 'data3')];
+    const env = cleanEnv({ GATEWAY_API_KEY: 'gw-from-env-123456-0123456789abc', AIGATEWAY_LOG_FILE: join(dir, 'r3.log') });
+    for (const [extra, nice] of [[[], 10], [['--helper-thread-nice', '4'], 4]] as const) {
+      const served = await serve([...args, ...extra], env);
+      try {
+        const pid = served.child.pid as number;
+        assert.deepEqual(helperNices(pid), [nice]);
+        assert.equal(threadsOf(pid).find((thread) => thread.tid === pid)?.nice, 0, 'the serving thread keeps its priority');
+      } finally {
+        assert.equal(await stop(served), 0);
+      }
+    }
+    const refused = await run(['serve', ...args], { ...env, AIGATEWAY_HELPER_THREAD_NICE: '20' });
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /helper-thread-nice must be 0-19/);
   });
 
   test('an invalid state file → exit 1 with the problems', async () => {

@@ -1,0 +1,39 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
+
+// V8's helper threads — concurrent marking and sweeping, parallel scavenges, background
+// compilation; Node names them "V8Worker" — run at the serving thread's priority. Where they
+// share a core with it (a pod held to one CPU, or a process pinned to one core), a full GC's
+// concurrent marker of the gateway's ≈ 32 MB live heap gets 10–20 ms stretches in which no
+// request is served: the 500 req/s p99 (docs/performance.md). At a lower priority they take
+// the idle time between requests instead; with cores to spare nothing changes, and marking
+// they fall behind on V8 finishes on the serving thread in its own bounded steps.
+
+export const DEFAULT_HELPER_THREAD_NICE = 10;
+const HELPER_THREAD_NAME = 'V8Worker';
+
+/**
+ * Lowers the priority of V8's helper threads to `niceness` (1–19; 0 leaves them alone) and
+ * returns how many it changed. Linux only: a thread id given to setpriority names that thread
+ * alone. Elsewhere, or where /proc is not readable, nothing changes.
+ */
+export function yieldHelperThreads(niceness: number = DEFAULT_HELPER_THREAD_NICE, taskDir = '/proc/self/task'): number {
+  if (niceness === 0 || process.platform !== 'linux') return 0;
+  let threads: string[];
+  try {
+    threads = readdirSync(taskDir);
+  } catch {
+    return 0;
+  }
+  let changed = 0;
+  for (const thread of threads) {
+    try {
+      if (readFileSync(`${taskDir}/${thread}/comm`, 'utf8').trim() !== HELPER_THREAD_NAME) continue;
+      setPriority(Number(thread), niceness);
+      changed++;
+    } catch {
+      // Gone, or not allowed: that thread keeps its priority.
+    }
+  }
+  return changed;
+}

@@ -6,7 +6,7 @@ import { setPriority } from 'node:os';
 // share a core with it (a pod held to one CPU, or a process pinned to one core), a full GC's
 // concurrent marker of the gateway's ≈ 32 MB live heap gets 10–20 ms stretches in which no
 // request is served: the 500 req/s p99 (docs/performance.md). At a lower priority they take
-// the idle time between requests instead; with cores to spare nothing changes, and marking
+// the idle time between requests instead; with cores to spare they run there as before, and marking
 // they fall behind on V8 finishes on the serving thread in its own bounded steps.
 
 export const DEFAULT_HELPER_THREAD_NICE = 10;

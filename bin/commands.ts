@@ -243,9 +243,6 @@ async function serve(args: string[]): Promise<number> {
       throw listenFailure(error) ?? error;
     },
   );
-  const metricsAt = gateway.metricsOrigin === undefined ? '' : `, metrics ${gateway.metricsOrigin}/metrics`;
-  if (consoleOn) process.stderr.write(`aigateway console on ${gateway.origin}/console/ (sign in with a gateway key that has the admin scope)\n`);
-  process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir}${metricsAt})\n`);
   // After a burst of traffic, memory goes back once the gateway idles (start-up-memory.ts).
   const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10; // MiB, one decimal
   const idleRelease = releaseMemoryWhenIdle({
@@ -275,6 +272,10 @@ async function serve(args: string[]): Promise<number> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // Announced once a signal drains it: a supervisor that stops it on this line gets exit 0.
+  const metricsAt = gateway.metricsOrigin === undefined ? '' : `, metrics ${gateway.metricsOrigin}/metrics`;
+  if (consoleOn) process.stderr.write(`aigateway console on ${gateway.origin}/console/ (sign in with a gateway key that has the admin scope)\n`);
+  process.stderr.write(`aigateway listening on ${gateway.url} (state ${resolve(configPath)}, data ${dataDir}${metricsAt})\n`);
   return -1; // keep running
 }
 

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { getPriority, setPriority } from 'node:os';
 
 // V8's helper threads — concurrent marking and sweeping, parallel scavenges, background
 // compilation; Node names them "V8Worker" — run at the serving thread's priority. Where they
@@ -14,11 +14,14 @@ const HELPER_THREAD_NAME = 'V8Worker';
 
 /**
  * Lowers the priority of V8's helper threads to `niceness` (1–19; 0 leaves them alone) and
- * returns how many it changed. Linux only: a thread id given to setpriority names that thread
- * alone. Elsewhere, or where /proc is not readable, nothing changes.
+ * returns how many it changed. Never above the calling (serving) thread's own priority: a
+ * process started at a higher nice value keeps its helpers there. Linux only: a thread id
+ * given to setpriority names that thread alone. Elsewhere, or where /proc is not readable,
+ * nothing changes.
  */
 export function yieldHelperThreads(niceness: number = DEFAULT_HELPER_THREAD_NICE, taskDir = '/proc/self/task'): number {
   if (niceness === 0 || process.platform !== 'linux') return 0;
+  const target = Math.max(niceness, getPriority());
   let threads: string[];
   try {
     threads = readdirSync(taskDir);
@@ -29,7 +32,7 @@ export function yieldHelperThreads(niceness: number = DEFAULT_HELPER_THREAD_NICE
   for (const thread of threads) {
     try {
       if (readFileSync(`${taskDir}/${thread}/comm`, 'utf8').trim() !== HELPER_THREAD_NAME) continue;
-      setPriority(Number(thread), niceness);
+      setPriority(Number(thread), target);
       changed++;
     } catch {
       // Gone, or not allowed: that thread keeps its priority.

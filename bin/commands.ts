@@ -22,7 +22,7 @@ import { FileUsageLimitStore } from '../proxy/budgets/usage-limit-store.ts';
 import { createGatewayLogger } from '../proxy/observability/log-line.ts';
 import { startGateway } from '../proxy/start-gateway.ts';
 import { releaseMemoryWhenIdle, releaseStartUpMemory } from './start-up-memory.ts';
-import { DEFAULT_HELPER_THREAD_NICE, yieldHelperThreads } from './helper-threads.ts';
+import { DEFAULT_HELPER_THREAD_NICE, yieldHelperThreads } from '../proxy/thread-priority.ts';
 import { StateLoadError } from '../proxy/errors.ts';
 
 const USAGE = `Usage: aigateway <command> [options]
@@ -182,7 +182,7 @@ async function serve(args: string[]): Promise<number> {
   if (budgetLeases !== 'on' && budgetLeases !== 'off') throw new UsageError(`budget-leases must be on or off, got "${budgetLeases}"`);
   const helperNice = positiveInteger(pick(values['helper-thread-nice'], 'AIGATEWAY_HELPER_THREAD_NICE'), 'helper-thread-nice') ?? DEFAULT_HELPER_THREAD_NICE;
   if (helperNice > 19) throw new UsageError(`helper-thread-nice must be 0-19, got "${helperNice}"`);
-  // GC and compiler helpers yield to the serving thread where they share a core (helper-threads.ts).
+  // GC and compiler helpers yield to the serving thread where they share a core (proxy/thread-priority.ts).
   yieldHelperThreads(helperNice);
   ensureWritableDataDir(dataDir);
   const policyStore = await FilePolicyStore.open(join(dataDir, 'rate-limit-policies.json'));

@@ -1,7 +1,6 @@
-import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { releaseWhenQuiet } from '../memory-release.ts';
+import { ownThreadId, setThreadNice } from '../thread-priority.ts';
 import { SqliteDriver } from '../sql/sqlite-driver.ts';
 import { valuesOfBatch } from './log-batch-rows.ts';
 import { RequestLogCursorError } from './request-log-store.ts';
@@ -15,14 +14,11 @@ const port = parentPort;
 if (port === null) throw new Error('sqlite-log-worker must run as a worker thread');
 const { path, nice } = workerData as { path: string; nice: number };
 
-// Below the serving thread's priority, this thread only: on Linux setpriority on a thread id
-// moves that thread alone. Elsewhere (no /proc/thread-self), or when refused, it stays as is.
+// Below the serving thread's priority, this thread only (proxy/thread-priority.ts).
 if (nice !== 0) {
-  try {
-    setPriority(Number(readlinkSync('/proc/thread-self').split('/').at(-1)), nice);
-  } catch {
-    // The default priority: slower commits compete with requests, nothing breaks.
-  }
+  const tid = ownThreadId();
+  // Refused, or no /proc: the default priority; slower commits compete with requests, nothing breaks.
+  if (tid !== undefined) setThreadNice(tid, nice);
 }
 
 // Requests that arrive while the database opens wait for it (the first is `ready`); when it

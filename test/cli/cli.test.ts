@@ -153,15 +153,19 @@ describe('aigateway serve', () => {
       const pid = served.child.pid as number;
       let helpers: number[];
       let serving: number | undefined;
+      let logWorker: number[];
       try {
         helpers = helperNices(pid);
         serving = threadsOf(pid).find((thread) => thread.tid === pid)?.nice;
+        logWorker = [...new Set(threadsOf(pid).filter((thread) => thread.name === 'WorkerThread').map((thread) => thread.nice))];
       } finally {
         assert.equal(await stop(served), 0);
       }
       // Relative to the runner's own nice value (a CI started under `nice`); never above the serving thread.
       assert.deepEqual(helpers, [Math.max(nice, getPriority())]);
       assert.equal(serving, getPriority(), 'the serving thread keeps its priority');
+      // The SQLite log worker (the only worker thread here) sets itself to 5 through the same module.
+      if (getPriority() === 0) assert.deepEqual(logWorker, [5]);
     }
     const refused = await run(['serve', ...args], { ...env, AIGATEWAY_HELPER_THREAD_NICE: '20' });
     assert.equal(refused.code, 2);

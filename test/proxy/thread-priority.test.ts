@@ -1,9 +1,9 @@
-// V8's GC and compiler helper threads run below the serving thread (bin/helper-threads.ts): on a
+// V8's GC and compiler helper threads run below the serving thread (proxy/thread-priority.ts): on a
 // shared core a full GC's concurrent marker no longer takes 10–20 ms stretches from requests.
 import assert from 'node:assert/strict';
 import { getPriority } from 'node:os';
 import { test } from 'node:test';
-import { yieldHelperThreads } from '../../bin/helper-threads.ts';
+import { yieldHelperThreads } from '../../proxy/thread-priority.ts';
 import { threadsOf } from '../helpers/threads.ts';
 
 test("V8's helper threads, and only they, go to the nice value asked for; 0 leaves every thread alone", { skip: process.platform !== 'linux' || getPriority() > 16 }, () => {

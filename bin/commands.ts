@@ -21,7 +21,7 @@ import { FilePolicyStore } from '../proxy/ratelimit/policy-store.ts';
 import { FileUsageLimitStore } from '../proxy/budgets/usage-limit-store.ts';
 import { createGatewayLogger } from '../proxy/observability/log-line.ts';
 import { startGateway } from '../proxy/start-gateway.ts';
-import { releaseMemoryWhenIdle, releaseStartUpMemory } from './start-up-memory.ts';
+import { DEFAULT_IDLE_HEAP_HEADROOM_MIB, releaseMemoryWhenIdle, releaseStartUpMemory } from './start-up-memory.ts';
 import { DEFAULT_HELPER_THREAD_NICE, yieldHelperThreads } from '../proxy/thread-priority.ts';
 import { StateLoadError } from '../proxy/errors.ts';
 
@@ -44,6 +44,8 @@ Commands:
                --shutdown-delay-ms <n> on SIGTERM, keep serving this long after readiness turns false (env AIGATEWAY_SHUTDOWN_DELAY_MS, default 0)
                --helper-thread-nice <n> run V8's GC and compiler helper threads at this nice value, below the serving
                                      thread (Linux; env AIGATEWAY_HELPER_THREAD_NICE, 0-19, default 10; 0 leaves them)
+               --idle-heap-headroom-mib <n> old-generation room V8 leaves after collections while idle, so the next
+                                     burst starts without a full GC (env AIGATEWAY_IDLE_HEAP_HEADROOM_MIB, 0-1024, default 32; 0: V8's own)
                --metrics-port <n>    serve /metrics on this port instead of --port (env AIGATEWAY_METRICS_PORT)
                --redis-url <url>     shared rate-limit counters and response cache (env REDIS_URL; default: in memory)
                --ratelimit-fail-mode open|closed  when Redis fails (env AIGATEWAY_RATELIMIT_FAIL_MODE, default open)
@@ -148,6 +150,7 @@ async function serve(args: string[]): Promise<number> {
       'max-parsed-answer-bytes': { type: 'string' },
       'drain-timeout-ms': { type: 'string' },
       'helper-thread-nice': { type: 'string' },
+      'idle-heap-headroom-mib': { type: 'string' },
       'shutdown-delay-ms': { type: 'string' },
       'ratelimit-fail-mode': { type: 'string' },
       'budget-leases': { type: 'string' },
@@ -182,6 +185,8 @@ async function serve(args: string[]): Promise<number> {
   if (budgetLeases !== 'on' && budgetLeases !== 'off') throw new UsageError(`budget-leases must be on or off, got "${budgetLeases}"`);
   const helperNice = positiveInteger(pick(values['helper-thread-nice'], 'AIGATEWAY_HELPER_THREAD_NICE'), 'helper-thread-nice') ?? DEFAULT_HELPER_THREAD_NICE;
   if (helperNice > 19) throw new UsageError(`helper-thread-nice must be 0-19, got "${helperNice}"`);
+  const idleHeadroomMib = positiveInteger(pick(values['idle-heap-headroom-mib'], 'AIGATEWAY_IDLE_HEAP_HEADROOM_MIB'), 'idle-heap-headroom-mib') ?? DEFAULT_IDLE_HEAP_HEADROOM_MIB;
+  if (idleHeadroomMib > 1024) throw new UsageError(`idle-heap-headroom-mib must be 0-1024, got "${idleHeadroomMib}"`);
   // GC and compiler helpers yield to the serving thread where they share a core (proxy/thread-priority.ts).
   yieldHelperThreads(helperNice);
   ensureWritableDataDir(dataDir);
@@ -246,6 +251,7 @@ async function serve(args: string[]): Promise<number> {
   // After a burst of traffic, memory goes back once the gateway idles (start-up-memory.ts).
   const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10; // MiB, one decimal
   const idleRelease = releaseMemoryWhenIdle({
+    headroomBytes: idleHeadroomMib * 1024 * 1024,
     onReleased: (before, after) => logger.info({ rss_before_mib: mib(before), rss_after_mib: mib(after) }, 'idle memory release'),
   });
 

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { afterQuietStretch, releaseIsolateMemory } from '../proxy/memory-release.ts';
 
 // Start-up allocates enough (module code, schemas, routes, plugins) that V8 grows the young
@@ -32,6 +33,37 @@ export interface IdleReleaseOptions {
   readonly onReleased?: (before: number, after: number) => void;
   readonly utilisation?: () => number;
   readonly residentBytes?: () => number;
+  /**
+   * Old-generation room left after the collections of a quiet stretch (bytes; 0: V8's own limit).
+   * See `headroomPercent`.
+   */
+  readonly headroomBytes?: number;
+  /** The live heap after the last full collection (bytes). */
+  readonly liveBytes?: () => number;
+  /** Sets V8's --heap-growing-percent (0: V8's own heuristic). */
+  readonly setGrowingPercent?: (percent: number) => void;
+}
+
+const BUSY_TICKS_FOR_TRAFFIC = 3;
+
+/** Twice the image's young generation (--max-semi-space-size=16): see `headroomPercent`. */
+export const DEFAULT_IDLE_HEAP_HEADROOM_MIB = 32;
+
+/**
+ * The heap growing percent that leaves `headroomBytes` above a live heap of `liveBytes`.
+ *
+ * A collection while the gateway idles (the release's, or V8's memory reducer's) sets the old
+ * generation's limit just above the live heap (×1.1). V8 starts the next full collection once
+ * less room is left than the young generation's size, and traffic grows the young generation back
+ * to its cap (16 MiB) within a second: so the first seconds of the next burst always ran a full
+ * collection — ≈ 80 ms of marking steps and a 5–15 ms pause on the serving thread
+ * (docs/performance.md, issue 32). While quiet, V8's limit is computed with a fixed factor that
+ * leaves this much room; once traffic is back (busy for three samples in a row), V8's own
+ * heuristic again.
+ */
+export function headroomPercent(headroomBytes: number, liveBytes: number): number {
+  if (!(headroomBytes > 0)) return 0;
+  return Math.min(1_000, Math.ceil((100 * headroomBytes) / Math.max(liveBytes, 1024 * 1024)));
 }
 
 /**
@@ -46,16 +78,38 @@ export function releaseMemoryWhenIdle(options: IdleReleaseOptions = {}): IdleRel
   const minGrowthBytes = options.minGrowthBytes ?? 16 * 1024 * 1024;
   const residentBytes = options.residentBytes ?? (() => process.memoryUsage.rss());
   const utilisation = options.utilisation ?? loopUtilisation();
+  const headroomBytes = options.headroomBytes ?? DEFAULT_IDLE_HEAP_HEADROOM_MIB * 1024 * 1024;
+  const liveBytes = options.liveBytes ?? (() => getHeapStatistics().used_heap_size);
+  const setGrowingPercent = options.setGrowingPercent ?? ((percent: number) => setFlagsFromString(`--heap-growing-percent=${percent}`));
   let baseline = residentBytes();
   let before = 0;
+  let live = liveBytes(); // after start-up's collection
+  let growing = false; // the idle percent is set
+  let busyTicks = 0;
   return afterQuietStretch({
-    busy: () => utilisation() >= idleUtilisation,
+    busy: () => {
+      const busy = utilisation() >= idleUtilisation;
+      busyTicks = busy ? busyTicks + 1 : 0;
+      // The collections of a quiet stretch busy the loop for a tick or two themselves: traffic is
+      // BUSY_TICKS_FOR_TRAFFIC in a row.
+      if (growing && busyTicks >= BUSY_TICKS_FOR_TRAFFIC) {
+        setGrowingPercent(0);
+        growing = false;
+      }
+      return busy;
+    },
     worthIt: () => {
+      if (!growing && headroomBytes > 0) {
+        // Before any collection of the quiet stretch, V8's memory reducer's included.
+        setGrowingPercent(headroomPercent(headroomBytes, live));
+        growing = true;
+      }
       before = residentBytes();
       return before - baseline >= minGrowthBytes;
     },
     release: options.collect ?? releaseStartUpMemory,
     released: () => {
+      live = liveBytes();
       baseline = residentBytes();
       try {
         options.onReleased?.(before, baseline);

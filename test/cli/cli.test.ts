@@ -144,7 +144,7 @@ describe('aigateway serve', () => {
     }
   });
 
-  test("serve runs V8's helper threads at nice 10 (the flag sets another value); a value past 19 is a usage error", { skip: process.platform !== 'linux' }, async () => {
+  test("serve runs V8's helper threads at nice 10 (the flag sets another value); a value past 19, or an idle heap headroom past 1024 MiB, is a usage error", { skip: process.platform !== 'linux' }, async () => {
     const helperNices = (pid: number): number[] => [...new Set(threadsOf(pid).filter((thread) => thread.name === 'V8Worker').map((thread) => thread.nice))];
     const args = ['--config', join(ROOT, 'gateway.example.yaml'), '--port', '0', '--data-dir', join(dir, 'data3')];
     const env = cleanEnv({ GATEWAY_API_KEY: 'gw-from-env-123456-0123456789abc', AIGATEWAY_LOG_FILE: join(dir, 'r3.log') });
@@ -170,6 +170,9 @@ describe('aigateway serve', () => {
     const refused = await run(['serve', ...args], { ...env, AIGATEWAY_HELPER_THREAD_NICE: '20' });
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, /helper-thread-nice must be 0-19/);
+    const tooMuch = await run(['serve', ...args, '--idle-heap-headroom-mib', '2048'], env);
+    assert.equal(tooMuch.code, 2);
+    assert.match(tooMuch.stderr, /idle-heap-headroom-mib must be 0-1024/);
   });
 
   test('an invalid state file → exit 1 with the problems', async () => {

@@ -137,6 +137,6 @@ test('V8: after the idle release with headroom, the next burst runs no full coll
   const child = fileURLToPath(new URL('./fixtures/idle-headroom-child.ts', import.meta.url));
   const burst = (headroomMib: number): { majors: number } =>
     JSON.parse(execFileSync(process.execPath, ['--max-semi-space-size=16', child, String(headroomMib)], { encoding: 'utf8', timeout: 120_000 })) as { majors: number };
-  assert.equal(burst(0).majors, 1, 'V8\'s limit after a memory-reducing collection: the burst starts a full collection');
+  assert.ok(burst(0).majors >= 1, 'V8\'s limit after a memory-reducing collection: the burst runs a full collection');
   assert.equal(burst(32).majors, 0);
 });

@@ -107,6 +107,13 @@ function positiveInteger(value: string | undefined, name: string): number | unde
   return parsed;
 }
 
+/** A non-negative integer no larger than `max`. */
+function integerUpTo(value: string | undefined, name: string, max: number): number | undefined {
+  const parsed = positiveInteger(value, name);
+  if (parsed !== undefined && parsed > max) throw new UsageError(`${name} must be 0-${max}, got "${parsed}"`);
+  return parsed;
+}
+
 class UsageError extends Error {}
 /** Something the environment must fix before the gateway can start: reported as one line. */
 class StartupError extends Error {}
@@ -183,10 +190,8 @@ async function serve(args: string[]): Promise<number> {
   const redisUrl = pick(values['redis-url'], 'REDIS_URL');
   const budgetLeases = pick(values['budget-leases'], 'AIGATEWAY_BUDGET_LEASES', 'on');
   if (budgetLeases !== 'on' && budgetLeases !== 'off') throw new UsageError(`budget-leases must be on or off, got "${budgetLeases}"`);
-  const helperNice = positiveInteger(pick(values['helper-thread-nice'], 'AIGATEWAY_HELPER_THREAD_NICE'), 'helper-thread-nice') ?? DEFAULT_HELPER_THREAD_NICE;
-  if (helperNice > 19) throw new UsageError(`helper-thread-nice must be 0-19, got "${helperNice}"`);
-  const idleHeadroomMib = positiveInteger(pick(values['idle-heap-headroom-mib'], 'AIGATEWAY_IDLE_HEAP_HEADROOM_MIB'), 'idle-heap-headroom-mib') ?? DEFAULT_IDLE_HEAP_HEADROOM_MIB;
-  if (idleHeadroomMib > 1024) throw new UsageError(`idle-heap-headroom-mib must be 0-1024, got "${idleHeadroomMib}"`);
+  const helperNice = integerUpTo(pick(values['helper-thread-nice'], 'AIGATEWAY_HELPER_THREAD_NICE'), 'helper-thread-nice', 19) ?? DEFAULT_HELPER_THREAD_NICE;
+  const idleHeadroomMib = integerUpTo(pick(values['idle-heap-headroom-mib'], 'AIGATEWAY_IDLE_HEAP_HEADROOM_MIB'), 'idle-heap-headroom-mib', 1024) ?? DEFAULT_IDLE_HEAP_HEADROOM_MIB;
   // GC and compiler helpers yield to the serving thread where they share a core (proxy/thread-priority.ts).
   yieldHelperThreads(helperNice);
   ensureWritableDataDir(dataDir);

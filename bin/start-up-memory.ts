@@ -90,8 +90,7 @@ export function releaseMemoryWhenIdle(options: IdleReleaseOptions = {}): IdleRel
     busy: () => {
       const busy = utilisation() >= idleUtilisation;
       busyTicks = busy ? busyTicks + 1 : 0;
-      // The collections of a quiet stretch busy the loop for a tick or two themselves: traffic is
-      // BUSY_TICKS_FOR_TRAFFIC in a row.
+      // A quiet stretch's own collections busy the loop for a sample or two; traffic keeps it busy.
       if (growing && busyTicks >= BUSY_TICKS_FOR_TRAFFIC) {
         setGrowingPercent(0);
         growing = false;

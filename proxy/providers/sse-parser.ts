@@ -155,6 +155,11 @@ export class SseFrameSplitter {
     return frames;
   }
 
+  /** Nothing of a line or frame is held: the next byte starts a new frame. */
+  get holdsNothing(): boolean {
+    return this.#lineLength === 0 && this.#rawLength === 0 && this.#line.length === 0 && !this.#skipLf;
+  }
+
   /** Flushes the final frame (one not followed by a blank line). */
   end(): SseFrame[] {
     const frames = this.push(this.#decoder.decode());

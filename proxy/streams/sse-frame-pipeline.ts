@@ -9,6 +9,8 @@ import { SseFrameSplitter, type SseFrame, type SseFrameSource } from '../provide
 // no stage rewrote goes out as its exact text: pass-through stays byte for byte.
 
 /** What a stage passes on for one frame: the frame (or a rewrite), nothing, several, or later. */
+const LF = 0x0a;
+
 export type StageOutput = SseFrame | undefined | readonly SseFrame[] | Promise<readonly SseFrame[]>;
 
 export interface SseFrameStage {
@@ -26,15 +28,34 @@ export interface SseFrameStage {
  */
 export class SseFrameFlow {
   readonly #source: SseFrameSource;
+  /** The source when it is the splitter: only then can a chunk's own bytes be what goes out. */
+  readonly #splitter: SseFrameSplitter | undefined;
   readonly #stages: readonly SseFrameStage[];
+  /** Every chunk so far ended where a frame did (a line feed, nothing held). */
+  #aligned = true;
+  /** A stage rewrote, dropped, split or held a frame of the current chunk. */
+  #rewrote = false;
 
   constructor(stages: readonly SseFrameStage[], options: { maxEventBytes?: number; source?: SseFrameSource } = {}) {
     this.#stages = stages;
-    this.#source = options.source ?? new SseFrameSplitter(options);
+    this.#splitter = options.source === undefined ? new SseFrameSplitter(options) : undefined;
+    this.#source = options.source ?? (this.#splitter as SseFrameSplitter);
   }
 
-  chunk(chunk: Buffer): string | Promise<string> {
-    return this.#through(this.#source.push(chunk), 0);
+  /**
+   * The client's text for a chunk. A chunk of whole frames that every stage let through
+   * unchanged goes out as the chunk itself: its bytes are that text, and pushing them saves
+   * re-encoding it (the common case: each upstream write is one event). Bytes the decoder
+   * would have replaced (invalid UTF-8) then go out as the upstream sent them, as they do
+   * when no stage is on the stream at all.
+   */
+  chunk(chunk: Buffer): string | Buffer | Promise<string> {
+    const aligned = this.#aligned;
+    const frames = this.#source.push(chunk);
+    this.#aligned = this.#splitter !== undefined && this.#splitter.holdsNothing && chunk[chunk.length - 1] === LF;
+    this.#rewrote = false;
+    const out = this.#through(frames, 0);
+    return typeof out === 'string' && out !== '' && aligned && this.#aligned && !this.#rewrote ? chunk : out;
   }
 
   /** The upstream ended: the last frames, then every stage's end (not after a failure). */
@@ -78,6 +99,8 @@ export class SseFrameFlow {
     let current = frame;
     for (let index = from; index < this.#stages.length; index++) {
       const output = (this.#stages[index] as SseFrameStage).frame(current);
+      if (output === current) continue;
+      this.#rewrote = true;
       if (output === undefined) return '';
       if (output instanceof Promise) return output.then((frames) => this.#through(frames, index + 1));
       if (Array.isArray(output)) return this.#through(output as readonly SseFrame[], index + 1);
@@ -104,15 +127,15 @@ export class SseFramePipeline extends Transform {
     SseFramePipeline.#run(() => this.#flow.end(), callback);
   }
 
-  static #run(step: () => string | Promise<string>, callback: TransformCallback): void {
-    let out: string | Promise<string>;
+  static #run(step: () => string | Buffer | Promise<string>, callback: TransformCallback): void {
+    let out: string | Buffer | Promise<string>;
     try {
       out = step();
     } catch (error) {
       callback(error as Error);
       return;
     }
-    if (typeof out === 'string') callback(null, out === '' ? undefined : out);
+    if (!(out instanceof Promise)) callback(null, out.length === 0 ? undefined : out);
     else out.then((text) => callback(null, text === '' ? undefined : text), (error: unknown) => callback(error as Error));
   }
 }

@@ -8,10 +8,10 @@ import { describe, test } from 'node:test';
 import { StreamAssembler } from '../../../proxy/cache/stream-assembler.ts';
 import { GuardedStreamTail, type HookResultsBody } from '../../../proxy/endpoints/guardrail-flow.ts';
 import { createAnthropicStreamTranslator } from '../../../proxy/providers/anthropic/anthropic-stream.ts';
-import { MAX_SSE_EVENT_BYTES, SseEventTooLargeError, type SseFrameSource } from '../../../proxy/providers/sse-parser.ts';
+import { MAX_SSE_EVENT_BYTES, SseEventTooLargeError, SseFrame, type SseFrameSource } from '../../../proxy/providers/sse-parser.ts';
 import { GeminiStreamTranslator } from '../../../proxy/providers/vertex-ai/vertex-gemini-stream.ts';
 import { UsageStage, type AnswerUsage } from '../../../proxy/ratelimit/usage-tap.ts';
-import { SseFramePipeline, type SseFrameStage } from '../../../proxy/streams/sse-frame-pipeline.ts';
+import { SseFrameFlow, SseFramePipeline, type SseFrameStage } from '../../../proxy/streams/sse-frame-pipeline.ts';
 import { chatCompletion, chatCompletionChunks, sseData, type BuildContext } from '../../fixtures/mock-openai-payloads.ts';
 
 const ctx: BuildContext = {
@@ -182,4 +182,64 @@ describe('SseFramePipeline: one split, one parse per event', () => {
       assert.doesNotMatch(out, /\[DONE\]|"error"/, 'the relay, not the translator, words the error');
     });
   }
+});
+
+describe('SseFrameFlow: a chunk of whole frames that no stage changed goes out as the chunk itself', () => {
+  const keep: SseFrameStage = { frame: (frame) => frame };
+  const frameA = 'data: {"a":"ü"}\n\n';
+  const frameB = ': keep-alive\n\ndata: {"b":2}\n\n';
+
+  /** What each chunk becomes, in order, as the relay sees it. */
+  function outputs(flow: SseFrameFlow, chunks: Buffer[]): Array<string | Buffer> {
+    return chunks.map((chunk) => {
+      const out = flow.chunk(chunk);
+      assert.ok(!(out instanceof Promise));
+      return out;
+    });
+  }
+
+  test('each upstream write one or more whole events: the same Buffer, not a re-encoded string', () => {
+    const chunks = [Buffer.from(frameA), Buffer.from(frameB)];
+    const out = outputs(new SseFrameFlow([keep]), chunks);
+    assert.equal(out[0], chunks[0], 'pushed as it came: no string built and re-encoded');
+    assert.equal(out[1], chunks[1]);
+  });
+
+  test('a frame cut across chunks: the chunks around the cut go out as text, byte for byte; aligned ones after it as themselves', () => {
+    const bytes = Buffer.from(frameA + frameB);
+    // The cut falls inside the two bytes of "ü": the first piece ends with half a character.
+    const cut = Buffer.from('data: {"a":"').length + 1;
+    const chunks = [bytes.subarray(0, cut), bytes.subarray(cut), Buffer.from(frameA)];
+    const out = outputs(new SseFrameFlow([keep]), chunks);
+    assert.equal(out[0], '', 'nothing whole yet');
+    assert.equal(typeof out[1], 'string', 'the rest of a held frame is text');
+    assert.equal(out[2], chunks[2]);
+    assert.equal(Buffer.concat(out.map((part) => Buffer.from(part))).toString(), frameA + frameB + frameA);
+  });
+
+  test('a chunk that ends mid-character after a whole frame is not passed as bytes (the decoder holds the half character)', () => {
+    const bytes = Buffer.from(`${frameA}data: "ü"\n\n`);
+    const cut = Buffer.byteLength(`${frameA}data: "`) + 1;
+    const out = outputs(new SseFrameFlow([keep]), [bytes.subarray(0, cut), bytes.subarray(cut)]);
+    assert.deepEqual(out, [frameA, 'data: "ü"\n\n']);
+  });
+
+  test('a chunk ending in CR (its LF may open the next chunk) goes out as text', () => {
+    const chunks = [Buffer.from('data: 1\r\n\r'), Buffer.from('\ndata: 2\n\n'), Buffer.from('data: 3\n\n')];
+    const out = outputs(new SseFrameFlow([keep]), chunks);
+    assert.deepEqual(out.slice(0, 2), ['data: 1\r\n\r', '\ndata: 2\n\n']);
+    assert.equal(out[2], chunks[2]);
+  });
+
+  test('a stage that rewrites or drops a frame: the chunk goes out as the stages made it', () => {
+    const rewrite: SseFrameStage = { frame: (frame) => (frame.data === '{"b":2}' ? frame.rewritten('data: {"b":3}\n\n', '{"b":3}', false) : frame) };
+    const drop: SseFrameStage = { frame: (frame) => (frame.dispatch ? frame : undefined) };
+    assert.deepEqual(outputs(new SseFrameFlow([rewrite]), [Buffer.from(frameB)]), [': keep-alive\n\ndata: {"b":3}\n\n']);
+    assert.deepEqual(outputs(new SseFrameFlow([drop]), [Buffer.from(frameB)]), ['data: {"b":2}\n\n']);
+  });
+
+  test('a translator as the source: its frames, never the upstream bytes', () => {
+    const source: SseFrameSource = { push: () => [SseFrame.of({ translated: true })], end: () => [] };
+    assert.deepEqual(outputs(new SseFrameFlow([keep], { source }), [Buffer.from(frameA)]), ['data: {"translated":true}\n\n']);
+  });
 });

@@ -111,11 +111,43 @@ function modelOf(body: unknown): unknown {
 interface OutgoingBody {
   readonly value: Record<string, unknown>;
   readonly changed: boolean;
+  /** The change is only this member (`"name":value`) added to the client's body. */
+  readonly added?: string;
 }
 
-/** The bytes to send: the client's, or the body serialised once when a stage changed it. */
+/**
+ * The bytes to send: the client's; theirs with the one member a stage added, spliced in
+ * before the closing brace (a large body is not serialised again to add a few bytes);
+ * or the body serialised once when a stage changed more.
+ */
 function bytesOf(body: OutgoingBody, received: Buffer | undefined): Buffer | undefined {
-  return body.changed ? Buffer.from(JSON.stringify(body.value)) : received;
+  if (!body.changed) return received;
+  if (body.added !== undefined && received !== undefined) {
+    const spliced = withMember(received, body.added);
+    if (spliced !== undefined) return spliced;
+  }
+  return Buffer.from(JSON.stringify(body.value));
+}
+
+/** `bytes` (a JSON object, already parsed) with `member` as its last member; undefined when it does not end in `}`. */
+export function withMember(bytes: Buffer, member: string): Buffer | undefined {
+  const close = lastNonSpace(bytes, bytes.length - 1);
+  if (close === -1 || bytes[close] !== 0x7d) return undefined;
+  const before = lastNonSpace(bytes, close - 1);
+  if (before === -1) return undefined;
+  const text = bytes[before] === 0x7b ? member : `,${member}`;
+  const out = Buffer.allocUnsafe(bytes.length + Buffer.byteLength(text));
+  bytes.copy(out, 0, 0, close);
+  const at = close + out.write(text, close);
+  bytes.copy(out, at, close);
+  return out;
+}
+
+/** The index of the last byte at or before `from` that is not JSON whitespace, or -1. */
+function lastNonSpace(bytes: Buffer, from: number): number {
+  let at = from;
+  while (at >= 0 && (bytes[at] === 0x20 || bytes[at] === 0x0a || bytes[at] === 0x0d || bytes[at] === 0x09)) at--;
+  return at;
 }
 
 async function handleInference(
@@ -252,13 +284,17 @@ function generates(endpoint: InferenceEndpoint): boolean {
  * Every stream is accounted (tokens, cost, token limits), and streams report usage only
  * when asked: the gateway asks, and the relay cuts what it added from the client's stream.
  */
+const STREAM_USAGE_MEMBER = `"stream_options":${JSON.stringify({ include_usage: true })}`;
+
 function withStreamUsage(ingress: IngressTranslator, body: OutgoingBody): { body: OutgoingBody; clientAsks: boolean; strip: boolean } {
   const streamOptions = body.value['stream_options'] as { include_usage?: unknown } | null | undefined;
   const clientAsks = streamOptions?.include_usage === true;
   const strip = body.value['stream'] === true && !clientAsks && ingress.asksStreamUsage;
   if (!strip) return { body, clientAsks, strip };
   const value = { ...body.value, stream_options: { ...(streamOptions ?? undefined), include_usage: true } };
-  return { body: { value, changed: true }, clientAsks, strip };
+  // Not sent at all, on the client's own body: the member is added to its bytes as they are.
+  const added = !body.changed && !Object.hasOwn(body.value, 'stream_options') ? STREAM_USAGE_MEMBER : undefined;
+  return { body: { value, changed: true, added }, clientAsks, strip };
 }
 
 /** A client that goes away must not keep the provider busy (and billing). */

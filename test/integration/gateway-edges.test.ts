@@ -195,6 +195,17 @@ describe('headers, bytes and upstream errors', () => {
     assert.equal(mock.requests[0]?.rawBody.toString('utf8'), body);
   });
 
+  test('a stream the gateway asks usage for: the client body bytes with stream_options added at the end, not re-serialised', async () => {
+    const body = '{ "model":"gpt-4o-mini",  "messages":[{"role":"user","content":"hi"}], "stream": true, "x_extra": {"b":1,"a":2} }\n';
+    await (await post('/v1/chat/completions', body)).arrayBuffer();
+    const sent = mock.requests[0]?.rawBody.toString('utf8');
+    assert.equal(sent, '{ "model":"gpt-4o-mini",  "messages":[{"role":"user","content":"hi"}], "stream": true, "x_extra": {"b":1,"a":2} ,"stream_options":{"include_usage":true}}\n');
+    // Options the client sent are kept and completed: the body is serialised then.
+    mock.reset();
+    await (await post('/v1/chat/completions', '{"model":"gpt-4o-mini", "messages":[{"role":"user","content":"hi"}], "stream":true, "stream_options":{"include_usage":false}}')).arrayBuffer();
+    assert.deepEqual((mock.requests[0]?.json as { stream_options?: unknown }).stream_options, { include_usage: true });
+  });
+
   test('upstream error status is kept and the body normalised, provider named', async () => {
     mock.enqueue({ status: 429, body: { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } }, headers: { 'retry-after': '7' } });
     const limited = await post('/v1/chat/completions', CHAT);

@@ -18,6 +18,8 @@ import { Transform, type TransformCallback } from 'node:stream';
  */
 export const MAX_SSE_EVENT_BYTES = 4 * 1024 * 1024;
 
+const LF = 0x0a;
+
 export interface SseEvent {
   /** The `event:` field, or undefined for the default `message` event. */
   readonly event: string | undefined;
@@ -109,6 +111,8 @@ export class SseFrameSplitter {
   #rawLength = 0;
   /** The last chunk ended in CR: an LF opening the next one belongs to it. */
   #skipLf = false;
+  /** The decoder holds no part of a character (the last chunk it decoded ended in ASCII). */
+  #decoderEmpty = true;
   #event: string | undefined;
   #data: string[] = [];
   #hasData = false;
@@ -120,7 +124,11 @@ export class SseFrameSplitter {
 
   /** Splits a chunk; returns the frames it completed. Throws SseEventTooLargeError past the cap. */
   push(chunk: Buffer | Uint8Array | string): SseFrame[] {
-    const text = typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, { stream: true });
+    if (typeof chunk !== 'string' && this.#decoderEmpty && this.holdsNothing) {
+      const one = this.#oneDataFrame(chunk);
+      if (one !== undefined) return [one];
+    }
+    const text = typeof chunk === 'string' ? chunk : this.#decode(chunk);
     const frames: SseFrame[] = [];
     let position = 0;
     if (this.#skipLf && text.length > 0) {
@@ -155,6 +163,26 @@ export class SseFrameSplitter {
     return frames;
   }
 
+  /**
+   * The common chunk — one whole `data:` event of one line, LF-ended (each upstream write is
+   * one event) — as its frame, without the general line walk; undefined for anything else.
+   */
+  #oneDataFrame(chunk: Buffer | Uint8Array): SseFrame | undefined {
+    const length = chunk.length;
+    // "data:" first, "\n\n" last; an ASCII last byte leaves no half character to hold.
+    if (length < 7 || chunk[length - 1] !== LF || chunk[length - 2] !== LF || chunk[0] !== 0x64 || chunk[1] !== 0x61 || chunk[2] !== 0x74 || chunk[3] !== 0x61 || chunk[4] !== 0x3a) return undefined;
+    const text = (Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, length)).toString();
+    if (text.indexOf('\n') !== text.length - 2 || text.includes('\r')) return undefined;
+    if (text.length > this.#max) throw new SseEventTooLargeError(this.#max);
+    return new SseFrame(text, undefined, text.slice(text.charCodeAt(5) === 32 ? 6 : 5, -2), this.#id, true);
+  }
+
+  /** Decodes through the streaming decoder, noting whether it may hold part of a character. */
+  #decode(chunk: Buffer | Uint8Array): string {
+    if (chunk.length > 0) this.#decoderEmpty = (chunk[chunk.length - 1] as number) < 0x80;
+    return this.#decoder.decode(chunk, { stream: true });
+  }
+
   /** Nothing of a line or frame is held: the next byte starts a new frame. */
   get holdsNothing(): boolean {
     return this.#lineLength === 0 && this.#rawLength === 0 && this.#line.length === 0 && !this.#skipLf;
@@ -162,7 +190,7 @@ export class SseFrameSplitter {
 
   /** Flushes the final frame (one not followed by a blank line). */
   end(): SseFrame[] {
-    const frames = this.push(this.#decoder.decode());
+    const frames = this.push(this.#decoderEmpty ? '' : this.#decoder.decode());
     if (this.#lineLength > 0) this.#completeLine('', '', frames);
     if (this.#rawLength > 0) frames.push(this.#frame());
     return frames;

@@ -134,6 +134,32 @@ describe('SseFrameSplitter and the event cap', () => {
     }, SseEventTooLargeError);
   });
 
+  test('chunks of one whole data event each (as providers write them) make the frames the general walk makes', () => {
+    const events = ['id: 3\n\n', 'data: {"a":"é ✓ 🎉"}\n\n', 'data:{"b":1}\n\n', 'data:\n\n', 'data: x\r\n\r\n', 'data: two\ndata: lines\n\n', 'data: [DONE]\n\n'];
+    const fields = (frames: SseFrame[]) => frames.map(({ raw, event, data, id, dispatch }) => ({ raw, event, data, id, dispatch }));
+    const splitter = new SseFrameSplitter();
+    const perChunk = events.flatMap((text) => splitter.push(Buffer.from(text)));
+    assert.deepEqual(fields(perChunk), fields(new SseFrameSplitter().push(events.join(''))));
+    assert.equal(perChunk[1]?.id, '3', 'the last event id carries over');
+    assert.equal(perChunk.length, 7, 'the id-only event is a frame too (not dispatched)');
+  });
+
+  test('a one-event chunk after a chunk that ended in half a character: the held byte is decoded, not dropped', () => {
+    const first = Buffer.concat([Buffer.from('data: a\n\n'), Buffer.from([0xc3])]);
+    const second = Buffer.from('data: b\n\n');
+    const splitter = new SseFrameSplitter();
+    const frames = [...splitter.push(first), ...splitter.push(second), ...splitter.end()];
+    const whole = new SseFrameSplitter().push(new TextDecoder().decode(Buffer.concat([first, second])));
+    assert.deepEqual(frames.map((frame) => frame.raw), whole.map((frame) => frame.raw));
+    assert.ok(frames.map((frame) => frame.raw).join('').includes('\ufffd'), 'the half character is still there, replaced');
+  });
+
+  test('a one-event chunk over the cap throws, as the same event split across chunks does', () => {
+    const big = Buffer.from(`data: ${'x'.repeat(2000)}\n\n`);
+    assert.throws(() => new SseFrameSplitter({ maxEventBytes: 1024 }).push(big), SseEventTooLargeError);
+    assert.equal(new SseFrameSplitter({ maxEventBytes: 4096 }).push(big)[0]?.data.length, 2000);
+  });
+
   test('many events of any total size pass; only one event is capped', () => {
     const parser = eventReader({ maxEventBytes: 1024 });
     let count = 0;

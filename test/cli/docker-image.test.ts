@@ -5,6 +5,7 @@
 // the image does not contain, fails here as it would in the container.
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
+import { once } from 'node:events';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, matchesGlob, posix } from 'node:path';
@@ -113,6 +114,10 @@ test('the image\'s default command serves as uid 1000, with its default data dir
     assert.equal(ready.status, 200);
     assert.ok(readdirSync(inImage(dataDir)).length > 0, 'the stores were created in the data directory');
   } finally {
+    // Its shutdown still writes to the data directory (the stores close): wait for it, or the
+    // scratch root's removal races it (ENOTEMPTY).
+    const exited = child.exitCode !== null || child.signalCode !== null ? undefined : once(child, 'exit');
     child.kill('SIGTERM');
+    await exited;
   }
 });

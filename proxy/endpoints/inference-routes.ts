@@ -280,12 +280,12 @@ function generates(endpoint: InferenceEndpoint): boolean {
   return endpoint !== 'embeddings' && endpoint !== 'messages.count_tokens';
 }
 
+const STREAM_USAGE_MEMBER = `"stream_options":${JSON.stringify({ include_usage: true })}`;
+
 /**
  * Every stream is accounted (tokens, cost, token limits), and streams report usage only
  * when asked: the gateway asks, and the relay cuts what it added from the client's stream.
  */
-const STREAM_USAGE_MEMBER = `"stream_options":${JSON.stringify({ include_usage: true })}`;
-
 function withStreamUsage(ingress: IngressTranslator, body: OutgoingBody): { body: OutgoingBody; clientAsks: boolean; strip: boolean } {
   const streamOptions = body.value['stream_options'] as { include_usage?: unknown } | null | undefined;
   const clientAsks = streamOptions?.include_usage === true;

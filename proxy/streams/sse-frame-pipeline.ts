@@ -8,9 +8,9 @@ import { SseFrameSplitter, type SseFrame, type SseFrameSource } from '../provide
 // is parsed at most once (SseFrame.json), and not at all when no stage reads it. A frame
 // no stage rewrote goes out as its exact text: pass-through stays byte for byte.
 
-/** What a stage passes on for one frame: the frame (or a rewrite), nothing, several, or later. */
 const LF = 0x0a;
 
+/** What a stage passes on for one frame: the frame (or a rewrite), nothing, several, or later. */
 export type StageOutput = SseFrame | undefined | readonly SseFrame[] | Promise<readonly SseFrame[]>;
 
 export interface SseFrameStage {

@@ -1,8 +1,11 @@
+import type { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
+import { FrameRelay, RelayCore, type RelayFailure, type RelayStep } from '../streams/frame-relay.ts';
 
 // A plain answer written straight to the response: the same writeHead(status, headers) and
 // end(bytes) reply.send ends with, without its generic path (content-type parse, onSend
 // runner, payload type checks): ≈ 1 µs of main-thread CPU per answer (docs/performance.md).
+// A streamed answer likewise: the relay writes its pieces into the response (sendRelayed).
 // Taken only where reply.send would do exactly that: no onSend hook on the route (the
 // exchange capture adds one), no trailers, HTTP/1, a JSON content-type reply.send leaves
 // as it is. Otherwise — or on a Fastify whose internals are not found — reply.send does it.
@@ -27,37 +30,84 @@ function internalsOf(reply: FastifyReply): Internals | null {
 }
 
 /**
- * Sends `out` (the whole answer) with the reply's status and headers, as reply.send would
- * put them on the wire, byte for byte; reply.send itself where that is not certain.
+ * The reply's header fields when it may be written straight to the response as reply.send
+ * would (no onSend hook, no trailers, HTTP/1, not HEAD, a status with a body, not sent yet);
+ * undefined otherwise, or on a Fastify whose internals are not found.
  */
-export function sendPlain(reply: FastifyReply, out: Buffer | string): FastifyReply {
+function directHeaders(reply: FastifyReply): Record<string, string | string[] | number> | undefined {
   internals ??= internalsOf(reply);
-  if (internals === null) return reply.send(out);
+  if (internals === null) return undefined;
   const fields = reply as unknown as Record<symbol, unknown>;
-  const headers = fields[internals.headers] as Record<string, string | string[] | number>;
   const context = (reply.request as unknown as Record<symbol, { onSend?: unknown } | undefined>)[internals.context];
-  const type = headers['content-type'];
+  const status = reply.raw.statusCode;
   if (
     context?.onSend !== null ||
     fields[internals.trailers] !== null ||
     reply.sent ||
     reply.request.raw.httpVersionMajor !== 1 ||
     reply.request.raw.method === 'HEAD' ||
-    typeof type !== 'string' ||
-    !KEPT_CONTENT_TYPES.has(type) ||
-    (typeof out === 'string' && type !== 'application/json; charset=utf-8')
+    // As reply.send: no body and no length on 1xx and 204.
+    status < 200 ||
+    status === 204
   ) {
+    return undefined;
+  }
+  return fields[internals.headers] as Record<string, string | string[] | number>;
+}
+
+/**
+ * Sends `out` (the whole answer) with the reply's status and headers, as reply.send would
+ * put them on the wire, byte for byte; reply.send itself where that is not certain.
+ */
+export function sendPlain(reply: FastifyReply, out: Buffer | string): FastifyReply {
+  const headers = directHeaders(reply);
+  if (headers === undefined) return reply.send(out);
+  const type = headers['content-type'];
+  if (typeof type !== 'string' || !KEPT_CONTENT_TYPES.has(type) || (typeof out === 'string' && type !== 'application/json; charset=utf-8')) {
     return reply.send(out);
   }
   const raw = reply.raw;
-  const status = raw.statusCode;
-  // As reply.send: no body and no length on 1xx and 204.
-  if (status < 200 || status === 204) return reply.send(out);
   const length = typeof out === 'string' ? Buffer.byteLength(out) : out.length;
   const stated = headers['content-length'];
   if (!stated || Number(stated) !== length) headers['content-length'] = `${length}`;
-  raw.writeHead(status, headers as Record<string, string | string[]>);
+  raw.writeHead(raw.statusCode, headers as Record<string, string | string[]>);
   // end(payload) corks the socket: head and body leave in one write.
   raw.end(out);
+  return reply;
+}
+
+/**
+ * A streamed answer relayed straight into the response: the head goes with its first piece,
+ * as reply.send(stream) puts it on the wire, without a Readable between the relay and the
+ * socket, Fastify's stream plumbing (two end-of-stream watchers, a pipe) and a header-by-
+ * header copy. A failure before the first piece is answered as reply.send would (the error
+ * handler's answer); after it, the response is cut. reply.send(stream) where a hook must see
+ * the answer or the reply is not plain HTTP/1.
+ */
+export function sendRelayed(reply: FastifyReply, source: Readable, step: RelayStep, failure: RelayFailure): FastifyReply {
+  const headers = directHeaders(reply);
+  if (headers === undefined) return reply.send(new FrameRelay(source, step, failure));
+  const raw = reply.raw;
+  let started = false;
+  const core = new RelayCore(source, step, failure, {
+    push(out) {
+      if (!started) {
+        started = true;
+        raw.writeHead(raw.statusCode, headers as Record<string, string | string[]>);
+      }
+      if (out !== null) return raw.write(out);
+      raw.end();
+      return false;
+    },
+    destroy(error) {
+      if (started || raw.destroyed) raw.destroy(error);
+      else reply.send(error);
+    },
+  });
+  raw.on('drain', () => core.resume());
+  // The client left: nothing more is read (the upstream call is aborted by its own listener).
+  raw.on('close', () => {
+    if (!raw.writableFinished) core.stop();
+  });
   return reply;
 }

@@ -15,9 +15,9 @@ import type { InferenceEndpoint } from '../openai/inference-endpoint.ts';
 import { modelOf, type AnswerUsage, type UsageTapSink } from '../ratelimit/usage-tap.ts';
 import type { AnswerReading, StreamFailure } from '../ingress/ingress-translator.ts';
 import { SseFrameFlow, type SseFrameStage } from '../streams/sse-frame-pipeline.ts';
-import { FrameRelay, PASS_THROUGH, type RelayStep } from '../streams/frame-relay.ts';
+import { FrameRelay, PASS_THROUGH, type RelayFailure, type RelayStep } from '../streams/frame-relay.ts';
 import { StreamAssembler } from '../cache/stream-assembler.ts';
-import { sendPlain } from './plain-write.ts';
+import { sendPlain, sendRelayed } from './plain-write.ts';
 
 // Upstream answer → client. Success bodies are relayed byte for byte (streams chunk by
 // chunk; plain answers in one write) unless the provider's adapter translates them; a
@@ -86,13 +86,17 @@ export async function relayResponse(reply: FastifyReply, input: RelayInput): Pro
     return reply.send(body);
   }
   if (input.plain === undefined) {
-    if (input.streamGuard?.mode !== 'hold') return reply.send(streamAnswer(reply, input, undefined).stream);
+    if (input.streamGuard?.mode !== 'hold') {
+      const { source, step, failure } = streamAnswer(reply, input, undefined);
+      return sendRelayed(reply, source, step, failure);
+    }
     // The cache stores a held stream only once the checks let it out.
     let release: (passed: boolean) => void = () => undefined;
     const passed = new Promise<boolean>((resolve) => {
       release = resolve;
     });
-    const { stream, assembled } = streamAnswer(reply, input, passed);
+    const { source, step, failure, assembled } = streamAnswer(reply, input, passed);
+    const stream = new FrameRelay(source, step, failure);
     try {
       const sent = await holdStream(reply, stream, input.streamGuard, input.upstream, assembled);
       release(reply.statusCode < 400);
@@ -221,8 +225,13 @@ function relayLargePlain(reply: FastifyReply, input: RelayInput, prefix: BodyPre
  * A stream passes chunk by chunk. It is split into SSE frames once (after the provider's
  * translation, if any), and the frames go through the stages — guardrail tail, cache
  * assembler, usage tap, the held answer's assembler — sharing each event's one parse.
+ * Returns the relay's parts: written into the response (sendRelayed), or read as a stream.
  */
-function streamAnswer(reply: FastifyReply, input: RelayInput, released: Promise<boolean> | undefined): { stream: Readable; assembled: StreamAssembler | undefined } {
+function streamAnswer(
+  reply: FastifyReply,
+  input: RelayInput,
+  released: Promise<boolean> | undefined,
+): { source: Readable; step: RelayStep; failure: RelayFailure; assembled: StreamAssembler | undefined } {
   const { upstream, target, endpoint, requestBody, context } = input;
   upstream.body.once('data', () => {
     context.ttftMs = Number(process.hrtime.bigint() - context.startedAt) / 1e6;
@@ -261,7 +270,7 @@ function streamAnswer(reply: FastifyReply, input: RelayInput, released: Promise<
   }
   reply.removeHeader('content-length');
   // One hop to the client; a failure after the status went out ends it with an error event.
-  return { stream: new FrameRelay(source, step, (error) => failureEvent(error, input)), assembled };
+  return { source, step, failure: (error) => failureEvent(error, input), assembled };
 }
 
 /**

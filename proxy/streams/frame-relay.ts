@@ -22,10 +22,22 @@ export const PASS_THROUGH: RelayStep = { chunk: (chunk) => chunk, end: () => '' 
  */
 export type RelayFailure = (error: Error) => string | undefined;
 
-export class FrameRelay extends Readable {
+/**
+ * Where the relay's text goes: a Readable's push and destroy (FrameRelay), or a response
+ * written straight (endpoints/plain-write.ts).
+ */
+export interface RelayOutput {
+  /** A piece of the answer, or null at its end; false: nothing more is read until RelayCore.resume. */
+  push(out: string | Buffer | null): boolean;
+  destroy(error: Error): unknown;
+}
+
+/** The relay itself: reads the source, runs the step, pushes to the output. */
+export class RelayCore {
   readonly #source: Readable;
   readonly #step: RelayStep;
   readonly #failure: RelayFailure;
+  readonly #out: RelayOutput;
   /** Chunks that came while a step's promise was pending (a paused source rarely sends any). */
   readonly #queued: Buffer[] = [];
   #waiting = false;
@@ -33,25 +45,31 @@ export class FrameRelay extends Readable {
   #sourceEnded = false;
   #done = false;
 
-  constructor(source: Readable, step: RelayStep, failure: RelayFailure) {
-    super();
+  constructor(source: Readable, step: RelayStep, failure: RelayFailure, out: RelayOutput) {
     this.#source = source;
     this.#step = step;
     this.#failure = failure;
+    this.#out = out;
     source.on('data', this.#onData);
     source.on('end', this.#onEnd);
     // Never removed: a source that fails after the relay is done must not crash the process.
     source.on('error', this.#onError);
   }
 
-  override _read(): void {
+  /** The output wants more (a Readable's _read, a response's 'drain'). */
+  resume(): void {
     this.#wanted = true;
     if (!this.#waiting && !this.#done) this.#source.resume();
   }
 
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.#finish();
-    callback(error);
+  /** Reads no more from the source (its error listener stays). */
+  stop(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#queued.length = 0;
+    this.#source.off('data', this.#onData);
+    this.#source.off('end', this.#onEnd);
+    this.#source.pause();
   }
 
   readonly #onData = (chunk: Buffer): void => {
@@ -82,8 +100,8 @@ export class FrameRelay extends Readable {
   }
 
   #emit(out: string | Buffer): void {
-    if (out.length > 0 && !this.push(out)) {
-      // The client is behind: the source waits for _read.
+    if (out.length > 0 && !this.#out.push(out)) {
+      // The client is behind: the source waits for resume().
       this.#wanted = false;
       this.#source.pause();
     }
@@ -130,25 +148,36 @@ export class FrameRelay extends Readable {
   }
 
   #close(text: string): void {
-    this.#finish();
-    if (text.length > 0) this.push(text);
-    this.push(null);
+    this.stop();
+    if (text.length > 0) this.#out.push(text);
+    this.#out.push(null);
   }
 
   #fail(error: Error): void {
     if (this.#done) return;
     const last = this.#failure(error);
-    if (last === undefined) this.destroy(error);
-    else this.#close(last);
+    if (last === undefined) {
+      this.stop();
+      this.#out.destroy(error);
+    } else this.#close(last);
+  }
+}
+
+/** The relay as a stream, for reply.send and for readers (a held answer). */
+export class FrameRelay extends Readable {
+  readonly #core: RelayCore;
+
+  constructor(source: Readable, step: RelayStep, failure: RelayFailure) {
+    super();
+    this.#core = new RelayCore(source, step, failure, this);
   }
 
-  /** Reads no more from the source (its error listener stays). */
-  #finish(): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#queued.length = 0;
-    this.#source.off('data', this.#onData);
-    this.#source.off('end', this.#onEnd);
-    this.#source.pause();
+  override _read(): void {
+    this.#core.resume();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#core.stop();
+    callback(error);
   }
 }

@@ -1,0 +1,153 @@
+// sendRelayed against reply.send(FrameRelay) on the same reply state: the same bytes on the wire,
+// the same answer to a failure before the first piece, the client's pace respected, and a client
+// that leaves stops the reading.
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { PassThrough, Readable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { sendRelayed } from '../../../proxy/endpoints/plain-write.ts';
+import { FrameRelay, PASS_THROUGH, type RelayStep } from '../../../proxy/streams/frame-relay.ts';
+import { SseFrameFlow } from '../../../proxy/streams/sse-frame-pipeline.ts';
+import { eventually } from '../../helpers/eventually.ts';
+import { rawExchange } from '../../helpers/raw-http.ts';
+
+const EVENTS = ['data: {"a":"héllo"}\n\n', 'data: {"b":2}\n', '\n: keep-alive\n\n', 'data: [DONE]\n\n'];
+const FAILING: RelayStep = {
+  chunk: () => {
+    throw new Error('step failed');
+  },
+  end: () => '',
+};
+
+let app: FastifyInstance;
+let hooked: FastifyInstance;
+let hookSaw: unknown[] = [];
+let sendCalls = 0;
+/** The slow client's source, to watch it being paused and let go. */
+let slowSource: PassThrough | undefined;
+
+function route(target: FastifyInstance): void {
+  target.post('/:mode/:kind', async (request, reply) => {
+    const { mode, kind } = request.params as { mode: string; kind: string };
+    reply.header('x-gateway-trace-id', 't').header('content-type', 'text/event-stream').header('x-ratelimit-a', ['1', '2']).code(200);
+    let source: Readable;
+    let step: RelayStep;
+    if (kind === 'slow') {
+      slowSource = new PassThrough();
+      source = slowSource;
+      step = PASS_THROUGH;
+    } else {
+      source = Readable.from(EVENTS.map((text) => Buffer.from(text)), { objectMode: false });
+      step = kind === 'fails' ? FAILING : new SseFrameFlow([]);
+    }
+    const failure = (): undefined => undefined;
+    if (mode === 'send') return reply.send(new FrameRelay(source, step, failure));
+    const send = reply.send.bind(reply);
+    reply.send = ((payload: unknown) => {
+      sendCalls++;
+      return send(payload);
+    }) as FastifyReply['send'];
+    return sendRelayed(reply, source, step, failure);
+  });
+}
+
+before(async () => {
+  app = Fastify();
+  route(app);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  hooked = Fastify();
+  hooked.addHook('onSend', async (_request, _reply, payload) => {
+    hookSaw.push(payload);
+    return payload;
+  });
+  route(hooked);
+  await hooked.listen({ port: 0, host: '127.0.0.1' });
+});
+
+after(async () => {
+  await app.close();
+  await hooked.close();
+});
+
+function portOf(server: FastifyInstance): number {
+  const address = server.server.address();
+  return typeof address === 'object' && address !== null ? address.port : 0;
+}
+
+async function raw(server: FastifyInstance, path: string): Promise<string> {
+  return (await rawExchange(portOf(server), `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n`)).raw;
+}
+
+describe('sendRelayed', () => {
+  test('a stream: the same bytes as reply.send(FrameRelay), without reply.send', async () => {
+    sendCalls = 0;
+    const direct = await raw(app, '/relay/events');
+    assert.equal(direct, await raw(app, '/send/events'));
+    assert.match(direct, /transfer-encoding: chunked/i);
+    assert.ok(direct.includes('data: [DONE]'));
+    assert.equal(sendCalls, 0);
+  });
+
+  test('a failure before the first piece: the error answer reply.send gives', async () => {
+    sendCalls = 0;
+    // The same status, fields and body; the fields' order differs (reply.send(stream) had
+    // copied the stream's headers onto the response before the error answer was made).
+    const sorted = (answer: string): string => {
+      const [head = '', body] = answer.split('\r\n\r\n');
+      const [status, ...fields] = head.split('\r\n');
+      return [status, ...fields.sort(), '', body].join('\r\n');
+    };
+    const direct = await raw(app, '/relay/fails');
+    assert.equal(sorted(direct), sorted(await raw(app, '/send/fails')));
+    assert.match(direct, /^HTTP\/1.1 500/);
+    assert.ok(sendCalls > 0, 'the error went through reply.send');
+  });
+
+  test('an onSend hook (the exchange capture) still sees the stream', async () => {
+    hookSaw = [];
+    assert.equal(await raw(hooked, '/relay/events'), await raw(hooked, '/send/events'));
+    assert.equal(hookSaw.length, 2);
+    assert.ok(hookSaw[0] instanceof FrameRelay);
+  });
+
+  test('a client that reads slowly: the source waits for it, and every byte arrives in order', async () => {
+    const socket = connect(portOf(app), '127.0.0.1');
+    socket.write('POST /relay/slow HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n');
+    socket.pause();
+    const source = await eventually(() => slowSource, 'the route ran');
+    const piece = Buffer.alloc(64 * 1024, 'x');
+    let written = 0;
+    // Written until the relay stops reading: the response and the socket are full.
+    await eventually(() => {
+      for (let i = 0; i < 4 && !source.isPaused(); i++) {
+        source.write(piece);
+        written += piece.length;
+      }
+      return source.isPaused();
+    }, 'the relay paused its source', { timeoutMs: 20_000 });
+    source.end('END');
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.resume();
+    await eventually(() => Buffer.concat(chunks).toString('latin1').endsWith('0\r\n\r\n'), 'the whole answer', { timeoutMs: 20_000 });
+    socket.destroy();
+    const body = Buffer.concat(chunks).toString('latin1');
+    const payload = body.slice(body.indexOf('\r\n\r\n') + 4).replace(/\r\n[0-9a-f]+\r\n/g, '').replace(/^[0-9a-f]+\r\n/, '');
+    assert.equal(payload.split('x').length - 1, written, 'every byte written came through');
+    assert.ok(payload.includes('END'));
+  });
+
+  test('a client that leaves mid-stream: the relay stops reading its source, nothing throws', async () => {
+    slowSource = undefined;
+    const socket = connect(portOf(app), '127.0.0.1');
+    socket.write('POST /relay/slow HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n');
+    const source = await eventually(() => slowSource, 'the route ran');
+    source.write('data: 1\n\n');
+    await new Promise<void>((resolve) => socket.once('data', () => resolve()));
+    socket.destroy();
+    await eventually(() => source.listenerCount('data') === 0, 'the relay let go of its source');
+    assert.equal(source.listenerCount('error'), 1, 'its error listener stays: a late failure does not crash');
+    source.destroy(new Error('late upstream failure'));
+  });
+});

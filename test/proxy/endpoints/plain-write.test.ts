@@ -2,9 +2,9 @@
 // line, header order and case, length, body), and reply.send wherever a hook must see it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { sendPlain } from '../../../proxy/endpoints/plain-write.ts';
-import { rawExchange } from '../../helpers/raw-http.ts';
+import { rawPost, startDirectWriteServers, type DirectWriteServers } from '../../helpers/direct-write-servers.ts';
 
 const JSON_BYTES = Buffer.from('{"id":"x","choices":[{"message":{"content":"héllo"}}]}');
 
@@ -29,7 +29,7 @@ const CASES: Case[] = [
 
 let app: FastifyInstance;
 let hooked: FastifyInstance;
-let hookSaw: unknown[] = [];
+let servers: DirectWriteServers;
 let sendCalls = 0;
 
 function route(target: FastifyInstance): void {
@@ -49,54 +49,37 @@ function route(target: FastifyInstance): void {
 }
 
 before(async () => {
-  app = Fastify();
-  route(app);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  hooked = Fastify();
-  hooked.addHook('onSend', async (_request, _reply, payload) => {
-    hookSaw.push(payload);
-    return payload;
-  });
-  route(hooked);
-  await hooked.listen({ port: 0, host: '127.0.0.1' });
+  servers = await startDirectWriteServers(route);
+  app = servers.plain;
+  hooked = servers.hooked;
 });
 
-after(async () => {
-  await app.close();
-  await hooked.close();
-});
-
-/** The raw answer to one keep-alive request, the Date line masked. */
-async function raw(server: FastifyInstance, path: string): Promise<string> {
-  const address = server.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return (await rawExchange(port, `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n`)).raw;
-}
+after(async () => servers.close());
 
 describe('sendPlain', () => {
   for (const [index, item] of CASES.entries()) {
     test(`${item.name}: the same bytes as reply.send`, async () => {
-      assert.equal(await raw(app, `/plain/${index}`), await raw(app, `/send/${index}`));
+      assert.equal(await rawPost(app, `/plain/${index}`), await rawPost(app, `/send/${index}`));
     });
   }
 
   test('the plain JSON answer does not go through reply.send; the others do', async () => {
     sendCalls = 0;
-    await raw(app, '/plain/0');
-    await raw(app, '/plain/1');
-    await raw(app, '/plain/3');
+    await rawPost(app, '/plain/0');
+    await rawPost(app, '/plain/1');
+    await rawPost(app, '/plain/3');
     assert.equal(sendCalls, 0);
-    await raw(app, '/plain/4');
-    await raw(app, '/plain/5');
-    await raw(app, '/plain/6');
-    await raw(app, '/plain/7');
+    await rawPost(app, '/plain/4');
+    await rawPost(app, '/plain/5');
+    await rawPost(app, '/plain/6');
+    await rawPost(app, '/plain/7');
     assert.equal(sendCalls, 4);
   });
 
   test('an onSend hook (the exchange capture) still sees the answer', async () => {
-    hookSaw = [];
-    assert.equal(await raw(hooked, '/plain/0'), await raw(hooked, '/send/0'));
-    assert.equal(hookSaw.length, 2);
-    assert.deepEqual(hookSaw[0], JSON_BYTES);
+    servers.hookSaw.length = 0;
+    assert.equal(await rawPost(hooked, '/plain/0'), await rawPost(hooked, '/send/0'));
+    assert.equal(servers.hookSaw.length, 2);
+    assert.deepEqual(servers.hookSaw[0], JSON_BYTES);
   });
 });

@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { sendRelayed } from '../../../proxy/endpoints/plain-write.ts';
 import { FrameRelay, PASS_THROUGH, type RelayStep } from '../../../proxy/streams/frame-relay.ts';
 import { SseFrameFlow } from '../../../proxy/streams/sse-frame-pipeline.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { rawExchange } from '../../helpers/raw-http.ts';
+import { portOf, rawPost, startDirectWriteServers, type DirectWriteServers } from '../../helpers/direct-write-servers.ts';
 
 const EVENTS = ['data: {"a":"héllo"}\n\n', 'data: {"b":2}\n', '\n: keep-alive\n\n', 'data: [DONE]\n\n'];
 const FAILING: RelayStep = {
@@ -22,7 +22,7 @@ const FAILING: RelayStep = {
 
 let app: FastifyInstance;
 let hooked: FastifyInstance;
-let hookSaw: unknown[] = [];
+let servers: DirectWriteServers;
 let sendCalls = 0;
 /** The slow client's source, to watch it being paused and let go. */
 let slowSource: PassThrough | undefined;
@@ -53,37 +53,18 @@ function route(target: FastifyInstance): void {
 }
 
 before(async () => {
-  app = Fastify();
-  route(app);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  hooked = Fastify();
-  hooked.addHook('onSend', async (_request, _reply, payload) => {
-    hookSaw.push(payload);
-    return payload;
-  });
-  route(hooked);
-  await hooked.listen({ port: 0, host: '127.0.0.1' });
+  servers = await startDirectWriteServers(route);
+  app = servers.plain;
+  hooked = servers.hooked;
 });
 
-after(async () => {
-  await app.close();
-  await hooked.close();
-});
-
-function portOf(server: FastifyInstance): number {
-  const address = server.server.address();
-  return typeof address === 'object' && address !== null ? address.port : 0;
-}
-
-async function raw(server: FastifyInstance, path: string): Promise<string> {
-  return (await rawExchange(portOf(server), `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n`)).raw;
-}
+after(async () => servers.close());
 
 describe('sendRelayed', () => {
   test('a stream: the same bytes as reply.send(FrameRelay), without reply.send', async () => {
     sendCalls = 0;
-    const direct = await raw(app, '/relay/events');
-    assert.equal(direct, await raw(app, '/send/events'));
+    const direct = await rawPost(app, '/relay/events');
+    assert.equal(direct, await rawPost(app, '/send/events'));
     assert.match(direct, /transfer-encoding: chunked/i);
     assert.ok(direct.includes('data: [DONE]'));
     assert.equal(sendCalls, 0);
@@ -98,17 +79,17 @@ describe('sendRelayed', () => {
       const [status, ...fields] = head.split('\r\n');
       return [status, ...fields.sort(), '', body].join('\r\n');
     };
-    const direct = await raw(app, '/relay/fails');
-    assert.equal(sorted(direct), sorted(await raw(app, '/send/fails')));
+    const direct = await rawPost(app, '/relay/fails');
+    assert.equal(sorted(direct), sorted(await rawPost(app, '/send/fails')));
     assert.match(direct, /^HTTP\/1.1 500/);
     assert.ok(sendCalls > 0, 'the error went through reply.send');
   });
 
   test('an onSend hook (the exchange capture) still sees the stream', async () => {
-    hookSaw = [];
-    assert.equal(await raw(hooked, '/relay/events'), await raw(hooked, '/send/events'));
-    assert.equal(hookSaw.length, 2);
-    assert.ok(hookSaw[0] instanceof FrameRelay);
+    servers.hookSaw.length = 0;
+    assert.equal(await rawPost(hooked, '/relay/events'), await rawPost(hooked, '/send/events'));
+    assert.equal(servers.hookSaw.length, 2);
+    assert.ok(servers.hookSaw[0] instanceof FrameRelay);
   });
 
   test('a client that reads slowly: the source waits for it, and every byte arrives in order', async () => {

@@ -89,11 +89,23 @@ export function sendRelayed(reply: FastifyReply, source: Readable, step: RelaySt
   if (headers === undefined) return reply.send(new FrameRelay(source, step, failure));
   const raw = reply.raw;
   let started = false;
-  const core = new RelayCore(source, step, failure, {
+  let refused = false;
+  const core: RelayCore = new RelayCore(source, step, failure, {
     push(out) {
+      if (refused) return false;
       if (!started) {
+        try {
+          raw.writeHead(raw.statusCode, headers as Record<string, string | string[]>);
+        } catch (error) {
+          // A header Node will not write (a relayed value it finds invalid): answered as
+          // reply.send answers a throw, never thrown into the source's 'data' event.
+          refused = true;
+          core.stop();
+          source.destroy();
+          reply.send(error as Error);
+          return false;
+        }
         started = true;
-        raw.writeHead(raw.statusCode, headers as Record<string, string | string[]>);
       }
       if (out !== null) return raw.write(out);
       raw.end();

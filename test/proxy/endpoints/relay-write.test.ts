@@ -31,6 +31,7 @@ function route(target: FastifyInstance): void {
   target.post('/:mode/:kind', async (request, reply) => {
     const { mode, kind } = request.params as { mode: string; kind: string };
     reply.header('x-gateway-trace-id', 't').header('content-type', 'text/event-stream').header('x-ratelimit-a', ['1', '2']).code(200);
+    if (kind === 'bad-header') reply.header('x-relayed', 'a\u0001b');
     let source: Readable;
     let step: RelayStep;
     if (kind === 'slow') {
@@ -83,6 +84,13 @@ describe('sendRelayed', () => {
     assert.equal(sorted(direct), sorted(await rawPost(app, '/send/fails')));
     assert.match(direct, /^HTTP\/1.1 500/);
     assert.ok(sendCalls > 0, 'the error went through reply.send');
+  });
+
+  test('a header Node refuses to write: an error answer, no throw into the relay, the upstream let go', async () => {
+    const direct = await rawPost(app, '/relay/bad-header');
+    assert.match(direct, /^HTTP\/1.1 500/);
+    assert.match(direct, /Invalid character in header content/);
+    assert.equal(await rawPost(app, '/relay/events').then((answer) => answer.includes('data: [DONE]')), true, 'still serving');
   });
 
   test('an onSend hook (the exchange capture) still sees the stream', async () => {

@@ -124,7 +124,7 @@ export class SseFrameSplitter {
 
   /** Splits a chunk; returns the frames it completed. Throws SseEventTooLargeError past the cap. */
   push(chunk: Buffer | Uint8Array | string): SseFrame[] {
-    if (typeof chunk !== 'string' && this.#decoderEmpty && this.holdsNothing) {
+    if (typeof chunk !== 'string' && this.atFrameStart) {
       const one = this.#oneDataFrame(chunk);
       if (one !== undefined) return [one];
     }
@@ -183,9 +183,9 @@ export class SseFrameSplitter {
     return this.#decoder.decode(chunk, { stream: true });
   }
 
-  /** Nothing of a line or frame is held: the next byte starts a new frame. */
-  get holdsNothing(): boolean {
-    return this.#lineLength === 0 && this.#rawLength === 0 && this.#line.length === 0 && !this.#skipLf;
+  /** Nothing of a line, a frame or a character is held: the next byte starts a new frame. */
+  get atFrameStart(): boolean {
+    return this.#decoderEmpty && this.#lineLength === 0 && this.#rawLength === 0 && this.#line.length === 0 && !this.#skipLf;
   }
 
   /** Flushes the final frame (one not followed by a blank line). */

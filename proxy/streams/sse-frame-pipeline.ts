@@ -8,8 +8,6 @@ import { SseFrameSplitter, type SseFrame, type SseFrameSource } from '../provide
 // is parsed at most once (SseFrame.json), and not at all when no stage reads it. A frame
 // no stage rewrote goes out as its exact text: pass-through stays byte for byte.
 
-const LF = 0x0a;
-
 /** What a stage passes on for one frame: the frame (or a rewrite), nothing, several, or later. */
 export type StageOutput = SseFrame | undefined | readonly SseFrame[] | Promise<readonly SseFrame[]>;
 
@@ -31,7 +29,7 @@ export class SseFrameFlow {
   /** The source when it is the splitter: only then can a chunk's own bytes be what goes out. */
   readonly #splitter: SseFrameSplitter | undefined;
   readonly #stages: readonly SseFrameStage[];
-  /** Every chunk so far ended where a frame did (a line feed, nothing held). */
+  /** Every chunk so far ended where a frame did (nothing held by the splitter). */
   #aligned = true;
   /** A stage rewrote, dropped, split or held a frame of the current chunk. */
   #rewrote = false;
@@ -52,7 +50,7 @@ export class SseFrameFlow {
   chunk(chunk: Buffer): string | Buffer | Promise<string> {
     const aligned = this.#aligned;
     const frames = this.#source.push(chunk);
-    this.#aligned = this.#splitter !== undefined && this.#splitter.holdsNothing && chunk[chunk.length - 1] === LF;
+    this.#aligned = this.#splitter !== undefined && this.#splitter.atFrameStart;
     this.#rewrote = false;
     const out = this.#through(frames, 0);
     return typeof out === 'string' && out !== '' && aligned && this.#aligned && !this.#rewrote ? chunk : out;

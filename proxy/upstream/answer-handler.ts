@@ -85,8 +85,13 @@ export class AnswerResponse {
  * the rest in `response.body`). Other answers come as from guardedCall. Same egress policy,
  * timeouts, redirect refusal, redaction and error mapping (a collected body's failure maps
  * as the attempt mapped it after reading; an egress denial comes only before the headers).
+ *
+ * With `untilData`, a 2xx answer that is not collected (a stream) settles only once its first
+ * bytes are in its stream, and fails if it ends, breaks or is aborted before them: a stream
+ * that breaks before its first byte is a failure the strategy can retry or fall back from.
+ * The handler sees the bytes arrive; nothing listens on the stream to learn it.
  */
-export function guardedAnswer(request: GuardedRequest, limit: number, collect: CollectRule): Promise<DispatchedAnswer> {
+export function guardedAnswer(request: GuardedRequest, limit: number, collect: CollectRule, untilData = false): Promise<DispatchedAnswer> {
   const url = urlOf(request.url);
   const options: Dispatcher.DispatchOptions = {
     origin: url.origin,
@@ -99,7 +104,7 @@ export function guardedAnswer(request: GuardedRequest, limit: number, collect: C
   };
   // One promise, settled by the handler with the final answer or the mapped failure.
   const settle = Promise.withResolvers<DispatchedAnswer>();
-  const handler = new AnswerHandler(request, options, limit, collect, settle);
+  const handler = new AnswerHandler(request, options, limit, collect, settle, untilData);
   try {
     request.dispatcher.dispatch(options, handler);
   } catch (error) {
@@ -129,6 +134,10 @@ class AnswerHandler implements Dispatcher.DispatchHandler {
   #size = 0;
   /** The stream of an answer that is not (or no longer) collected. */
   #res: Body | null = null;
+  /** Settle a stream's answer on its first bytes (`untilData`), not on its headers. */
+  readonly #untilData: boolean;
+  /** Its answer, until those bytes arrive. */
+  #awaitingData: AnswerResponse | null = null;
   /**
    * The abort listener: a function, not the handler itself with a handleEvent method. Node's
    * EventTarget wraps an object listener in an async closure; measured, that kept every
@@ -136,8 +145,9 @@ class AnswerHandler implements Dispatcher.DispatchHandler {
    */
   readonly #onAbort = (): void => this.#aborted();
 
-  constructor(request: GuardedRequest, options: Dispatcher.DispatchOptions, limit: number, collect: CollectRule, settle: Settle) {
+  constructor(request: GuardedRequest, options: Dispatcher.DispatchOptions, limit: number, collect: CollectRule, settle: Settle, untilData: boolean) {
     this.#request = request;
+    this.#untilData = untilData;
     this.#options = options;
     this.#limit = limit;
     this.#collect = collect;
@@ -155,6 +165,8 @@ class AnswerHandler implements Dispatcher.DispatchHandler {
     if (signal === undefined) return;
     this.#unlisten();
     this.#reason = (signal.reason as Error | undefined) ?? new errors.RequestAbortedError();
+    // A stream still waiting for its first bytes fails with the reason, as its stream does.
+    if (this.#awaitingData !== null) this.#failBeforeData(this.#reason);
     const res = this.#res;
     if (res !== null) {
       this.#res = null;
@@ -191,7 +203,8 @@ class AnswerHandler implements Dispatcher.DispatchHandler {
       queueMicrotask(() => discard(body));
       return;
     }
-    this.#resolve({ response, prefix: undefined });
+    if (this.#untilData && statusCode < 300) this.#awaitingData = response;
+    else this.#resolve({ response, prefix: undefined });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -208,6 +221,11 @@ class AnswerHandler implements Dispatcher.DispatchHandler {
       return;
     }
     if (this.#res !== null && !this.#res.push(chunk)) controller.pause();
+    const awaiting = this.#awaitingData;
+    if (awaiting !== null && chunk.length > 0) {
+      this.#awaitingData = null;
+      this.#resolve({ response: awaiting, prefix: undefined });
+    }
   }
 
   onResponseEnd(_controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
@@ -227,10 +245,15 @@ class AnswerHandler implements Dispatcher.DispatchHandler {
       return;
     }
     this.#res?.push(null);
+    if (this.#awaitingData !== null) {
+      this.#failBeforeData(Object.assign(new Error('the stream ended before any data'), { code: 'UND_ERR_SOCKET' }));
+      this.#unlisten();
+    }
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
     this.#chunks = null;
+    this.#awaitingData = null;
     this.#fail(error);
     const res = this.#res;
     if (res !== null) {
@@ -274,6 +297,12 @@ class AnswerHandler implements Dispatcher.DispatchHandler {
     this.#settle = null;
     const request = this.#request;
     settle.reject(upstreamFailure(error, request.upstream, request.requestTimeoutMs, request.egressParam));
+  }
+
+  /** A stream that ended or was aborted before its first bytes: the attempt's failure. */
+  #failBeforeData(error: Error): void {
+    this.#awaitingData = null;
+    this.#fail(error);
   }
 
   #unlisten(): void {

@@ -106,15 +106,15 @@ export async function attemptTarget(input: AttemptInput): Promise<AttemptResult>
       },
       PREFIX_BYTES,
       collect,
+      // A stream settles on its first bytes: nothing is sent to the client before them, so
+      // a stream that breaks before them is still a failure the strategy can retry or fall back from.
+      true,
     );
     const status = response.statusCode;
     if (status < 200 || status >= 300) {
       return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: undefined };
     }
     if (prefix === undefined) {
-      // Nothing is sent to the client before the first chunk: a stream that breaks before it
-      // is still a failure the strategy can retry or fall back from.
-      await firstChunk(response.body);
       return { kind: 'response', response, target, requestBody: body, timeoutMs: input.timeoutMs, plain: undefined };
     }
     // A plain answer (or a "stream" that is not SSE) is read inside the attempt (by
@@ -164,27 +164,6 @@ function withForwardedHeaders(
   // The provider's own headers (credentials, content type) win over forwarded ones.
   return Object.assign(headers, planned);
 }
-
-/** Resolves when the body has data (without consuming it); rejects if it fails or is empty. */
-function firstChunk(body: Dispatcher.ResponseData['body']): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = (error?: Error): void => {
-      body.off('readable', onReadable);
-      body.off('error', onError);
-      body.off('end', onEnd);
-      if (error === undefined) resolve();
-      else reject(error);
-    };
-    const onReadable = (): void => done();
-    const onError = (error: Error): void => done(error);
-    const onEnd = (): void => done(Object.assign(new Error('the stream ended before any data'), { code: 'UND_ERR_SOCKET' }));
-    // `on`, not `once` (no wrapper closures): `done` removes all three.
-    body.on('readable', onReadable);
-    body.on('error', onError);
-    body.on('end', onEnd);
-  });
-}
-
 
 const EMPTY = Buffer.alloc(0);
 const COLLECT_ALL: CollectRule = () => true;

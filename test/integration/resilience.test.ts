@@ -149,6 +149,18 @@ describe('retries and timeouts', () => {
     assert.match(error.message, /stalled/);
     await a.waitForAborted(1, 3000);
   });
+
+  test('a 200 stream that ends before its first byte is a failure: the walk falls back, the client gets the next target\'s stream', async () => {
+    a.enqueue({ emptyAfterHeaders: true });
+    const config = { strategy: { mode: 'fallback' }, targets: [{ provider: '@a' }, { provider: '@b' }] };
+    const { data: stream, response } = await client(config).chat.completions.create({ ...CHAT, stream: true }).withResponse();
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    assert.equal(text, 'from b');
+    assert.equal(response.headers.get('x-gateway-last-used-option-index'), 'config.targets[1]');
+    assert.equal(a.requests.length, 1);
+    assert.equal(b.requests.length, 1);
+  });
 });
 
 describe('circuit breakers', () => {

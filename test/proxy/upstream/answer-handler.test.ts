@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import diagnostics from 'node:diagnostics_channel';
 import { after, before, describe, test } from 'node:test';
 import { Agent } from 'undici';
 import { GatewayError } from '../../../proxy/errors.ts';
@@ -45,6 +46,15 @@ function route(request: IncomingMessage, response: ServerResponse): void {
       response.setHeader('location', 'http://169.254.169.254/');
       response.end();
       return;
+    case '/sse-held':
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.flushHeaders();
+      held.push(response);
+      return;
+    case '/sse-empty':
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end();
+      return;
     case '/stall':
       response.setHeader('content-type', 'application/json');
       response.write('{"a":');
@@ -57,6 +67,8 @@ function route(request: IncomingMessage, response: ServerResponse): void {
 }
 
 const stalled: ServerResponse[] = [];
+/** Streams that sent their headers and wait for the test to send their bytes. */
+const held: ServerResponse[] = [];
 let server: Server;
 let agent: Agent;
 let origin = '';
@@ -75,7 +87,7 @@ describe('guardedAnswer (a plain answer read without a stream)', () => {
     agent = new Agent();
   });
   after(async () => {
-    for (const response of stalled) response.destroy();
+    for (const response of [...stalled, ...held]) response.destroy();
     await agent.close();
     server.close();
   });
@@ -149,6 +161,83 @@ describe('guardedAnswer (a plain answer read without a stream)', () => {
     await assert.rejects(guardedAnswer(call('/stall', { requestTimeoutMs: 50 }), 1024, ALL), (error: unknown) => {
       assert.ok(error instanceof GatewayError);
       assert.equal(error.code, 'AIGW_ERR_REQUEST_TIMEOUT');
+      return true;
+    });
+  });
+});
+
+describe('guardedAnswer with untilData (a stream settles on its first bytes)', () => {
+  const SSE_ONLY = (headers: Record<string, unknown>): boolean => !/event-stream/.test(String(headers['content-type']));
+  before(async () => {
+    server = createServer(route);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    agent = new Agent();
+  });
+  after(async () => {
+    for (const response of [...stalled, ...held]) response.destroy();
+    await agent.close();
+    server.close();
+  });
+
+  test('headers alone do not settle it; its first bytes do, and they and the rest are in its stream', async () => {
+    let headersSeen = 0;
+    const onHeaders = (): void => void headersSeen++;
+    diagnostics.subscribe('undici:request:headers', onHeaders);
+    try {
+      const before = held.length;
+      let settled = false;
+      const pending = guardedAnswer(call('/sse-held'), 1024, SSE_ONLY, true).finally(() => {
+        settled = true;
+      });
+      const response = await eventually(() => held[before], 'the stream sent its headers');
+      await eventually(() => headersSeen > 0, 'the client has the headers');
+      // Had the headers settled it, the settlement would have run before this macrotask.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(settled, false);
+      response.write('data: 1\n\n');
+      const answer = await pending;
+      assert.equal(answer.prefix, undefined);
+      response.end('data: 2\n\n');
+      assert.equal(await answer.response.body.text(), 'data: 1\n\ndata: 2\n\n');
+    } finally {
+      diagnostics.unsubscribe('undici:request:headers', onHeaders);
+    }
+  });
+
+  test('a stream that ends before any byte is an upstream failure the walk can fall back from; its abort listener goes', async () => {
+    const controller = new AbortController();
+    await assert.rejects(guardedAnswer(call('/sse-empty', { signal: controller.signal }), 1024, SSE_ONLY, true), (error: unknown) => {
+      assert.ok(error instanceof GatewayError);
+      assert.equal(error.code, 'AIGW_ERR_UPSTREAM_UNREACHABLE');
+      return true;
+    });
+    assert.equal(getEventListeners(controller.signal, 'abort').length, 0);
+    // Without untilData the same answer settles on its headers, with an empty stream.
+    const plain = await guardedAnswer(call('/sse-empty'), 1024, SSE_ONLY);
+    assert.equal(await plain.response.body.text(), '');
+  });
+
+  test('an abort before the first byte rejects with the reason (no hang) and drops the connection', async () => {
+    const controller = new AbortController();
+    const before = held.length;
+    const pending = guardedAnswer(call('/sse-held', { signal: controller.signal }), 1024, SSE_ONLY, true);
+    const response = await eventually(() => held[before], 'the stream sent its headers');
+    const reason = new GatewayError('AIGW_ERR_REQUEST_TIMEOUT', 'gone');
+    controller.abort(reason);
+    await assert.rejects(pending, (error: unknown) => error === reason);
+    await eventually(() => response.destroyed || response.socket === null || response.socket.destroyed, 'the upstream connection closed');
+    assert.equal(getEventListeners(controller.signal, 'abort').length, 0);
+  });
+
+  test('a stream that breaks before its first byte rejects as a broken connection', async () => {
+    const before = held.length;
+    const pending = guardedAnswer(call('/sse-held'), 1024, SSE_ONLY, true);
+    const response = await eventually(() => held[before], 'the stream sent its headers');
+    response.socket?.destroy();
+    await assert.rejects(pending, (error: unknown) => {
+      assert.ok(error instanceof GatewayError);
+      assert.equal(error.code, 'AIGW_ERR_UPSTREAM_UNREACHABLE');
       return true;
     });
   });

@@ -121,5 +121,6 @@ export function sendRelayed(reply: FastifyReply, source: Readable, step: RelaySt
   raw.on('close', () => {
     if (!raw.writableFinished) core.stop();
   });
+  core.readBuffered();
   return reply;
 }

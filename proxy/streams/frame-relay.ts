@@ -62,6 +62,15 @@ export class RelayCore {
     if (!this.#waiting && !this.#done) this.#source.resume();
   }
 
+  /**
+   * Relays the source's first buffered chunk now instead of on the next tick, when the
+   * stream starts flowing (a stream's attempt settles once its first bytes are buffered).
+   * A Readable's read() hands that chunk to the 'data' listener at once.
+   */
+  readBuffered(): void {
+    if (!this.#done && !this.#waiting && this.#source.readableLength > 0) this.#source.read();
+  }
+
   /** Reads no more from the source (its error listener stays). */
   stop(): void {
     if (this.#done) return;

@@ -26,6 +26,8 @@ let servers: DirectWriteServers;
 let sendCalls = 0;
 /** The slow client's source, to watch it being paused and let go. */
 let slowSource: PassThrough | undefined;
+/** Whether the 'buffered' route had written its head when sendRelayed returned. */
+let headersSentOnReturn: boolean | undefined;
 
 function route(target: FastifyInstance): void {
   target.post('/:mode/:kind', async (request, reply) => {
@@ -38,6 +40,14 @@ function route(target: FastifyInstance): void {
       slowSource = new PassThrough();
       source = slowSource;
       step = PASS_THROUGH;
+    } else if (kind === 'buffered') {
+      // The upstream's first chunk is in the stream already when the relay starts.
+      const buffered = new PassThrough();
+      buffered.write(EVENTS[0]);
+      setImmediate(() => buffered.end(EVENTS[3]));
+      const answered = sendRelayed(reply, buffered, new SseFrameFlow([]), () => undefined);
+      headersSentOnReturn = reply.raw.headersSent;
+      return answered;
     } else {
       source = Readable.from(EVENTS.map((text) => Buffer.from(text)), { objectMode: false });
       step = kind === 'fails' ? FAILING : new SseFrameFlow([]);
@@ -69,6 +79,15 @@ describe('sendRelayed', () => {
     assert.match(direct, /transfer-encoding: chunked/i);
     assert.ok(direct.includes('data: [DONE]'));
     assert.equal(sendCalls, 0);
+  });
+
+  test('a chunk the source holds already is written before sendRelayed returns, not a tick later', async () => {
+    headersSentOnReturn = undefined;
+    const answer = await rawPost(app, '/relay/buffered');
+    assert.equal(headersSentOnReturn, true);
+    const body = answer.split('\r\n\r\n').slice(1).join('\r\n\r\n');
+    const first = body.indexOf('data: {"a":');
+    assert.ok(first !== -1 && first < body.indexOf('data: [DONE]'), body);
   });
 
   test('a failure before the first piece: the error answer reply.send gives', async () => {

@@ -11,7 +11,7 @@ const ROLES: ReadonlySet<unknown> = new Set(CHAT_MESSAGE_ROLES);
 const INT64_BOUND = 9223372036854776000;
 
 // Fields of the schema this check does not read: any of them present sends the body to zod.
-const UNCHECKED_FIELDS = ['logit_bias', 'top_logprobs', 'tools', 'tool_choice'] as const;
+const UNCHECKED_FIELDS = ['logit_bias', 'top_logprobs'] as const;
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -37,6 +37,19 @@ function messagesOk(messages: unknown): boolean {
   return true;
 }
 
+/** shared-fields.ts's `tools`: absent, or an array of objects each with a string `type`. */
+function toolsOk(tools: unknown): boolean {
+  if (tools === undefined) return true;
+  if (!Array.isArray(tools)) return false;
+  for (const tool of tools) if (!isObject(tool) || typeof tool['type'] !== 'string') return false;
+  return true;
+}
+
+/** shared-fields.ts's `toolChoice`: absent, none / auto / required, or an object. */
+function toolChoiceOk(choice: unknown): boolean {
+  return choice === undefined || choice === 'none' || choice === 'auto' || choice === 'required' || isObject(choice);
+}
+
 function stopOk(stop: unknown): boolean {
   if (stop === undefined || stop === null || typeof stop === 'string') return true;
   if (!Array.isArray(stop) || stop.length > 4) return false;
@@ -49,6 +62,8 @@ export function chatBodyClearlyValid(body: Record<string, unknown>): boolean {
   const model = body['model'];
   if (typeof model !== 'string' || model.length === 0 || !messagesOk(body['messages'])) return false;
   for (const field of UNCHECKED_FIELDS) if (body[field] !== undefined) return false;
+  // A coding agent sends tools with every turn: through zod they cost tens of µs a request.
+  if (!toolsOk(body['tools']) || !toolChoiceOk(body['tool_choice'])) return false;
   const stream = body['stream'];
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') return false;
   const streamOptions = body['stream_options'];

@@ -16,6 +16,9 @@ const POOL: readonly unknown[] = [
   undefined, null, true, false, 0, -0, 1, 2, 3, -1, -2, -3, 0.5, 1.5, 128, 129, 2 ** 53, 2 ** 53 - 1, 2 ** 63, -(2 ** 63), 1e300, -1e300, 0.1,
   '', 'x', 'auto', 'user', [], ['a'], ['a', 'b', 'c', 'd'], ['a', 'b', 'c', 'd', 'e'], [1], {}, { include_usage: true }, [MESSAGE], [{ role: 'robot' }],
   [{ role: 'user', content: 5 }], [{ role: 'assistant' }], [{ role: 'tool', content: null }], [{ role: 'user', content: [{ type: 'text' }] }], [[MESSAGE]], [null],
+  // tools and tool_choice
+  'none', 'required', 'any', [{ type: 'function', function: { name: 'f' } }], [{ type: 'function' }, { type: 'web_search' }], [{ type: 1 }], [{}], [{ function: {} }],
+  [{ type: null }], [{ type: 'function' }, null], [{ type: 'function' }, ['x']], { type: 'function', function: { name: 'f' } }, { type: 'auto' },
 ];
 const FIELDS = [
   'model', 'messages', 'temperature', 'top_p', 'frequency_penalty', 'presence_penalty', 'logit_bias', 'n', 'logprobs', 'top_logprobs',
@@ -45,6 +48,19 @@ describe('chatBodyClearlyValid', () => {
       },
       { model: 'm', messages: [MESSAGE], stream: true, stream_options: { include_usage: true }, user: 'u', seed: 42, stop: ['a'], n: 1 },
       { model: 'm', messages: [{ role: 'assistant', content: null }, { role: 'user', content: [{ type: 'text', text: 'x' }] }], metadata: { a: 1 } },
+      // A coding agent's turn: tools, tool calls and their results.
+      {
+        model: 'm',
+        messages: [
+          MESSAGE,
+          { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{}' } }] },
+          { role: 'tool', tool_call_id: 'c1', content: 'text' },
+        ],
+        tools: [{ type: 'function', function: { name: 'read', parameters: { type: 'object', properties: {} } } }, { type: 'web_search' }],
+        tool_choice: 'auto',
+        stream: true,
+      },
+      { model: 'm', messages: [MESSAGE], tools: [], tool_choice: { type: 'function', function: { name: 'read' } } },
     ];
     for (const body of bodies) {
       assert.equal(chatBodyClearlyValid(body), true, JSON.stringify(body));
@@ -59,6 +75,18 @@ describe('chatBodyClearlyValid', () => {
       if (chatBodyClearlyValid(body)) assert.equal(zodAccepts(body), true, row.name);
     }
     for (const row of LIMIT_VIOLATIONS) if (row.endpoint === 'chat.completions') assert.equal(chatBodyClearlyValid(JSON.parse(JSON.stringify(row.body))), false, row.name);
+  });
+
+  it('leaves every malformed tools and tool_choice to zod', () => {
+    const bad: readonly Record<string, unknown>[] = [
+      { tools: null }, { tools: {} }, { tools: 'x' }, { tools: [null] }, { tools: [{}] }, { tools: [{ type: 2 }] }, { tools: [['function']] },
+      { tool_choice: null }, { tool_choice: 'any' }, { tool_choice: [] }, { tool_choice: 3 },
+    ];
+    for (const extra of bad) {
+      const body = { model: 'm', messages: [MESSAGE], ...extra };
+      assert.equal(chatBodyClearlyValid(body), false, JSON.stringify(extra));
+      assert.equal(zodAccepts(body), false, JSON.stringify(extra));
+    }
   });
 
   it('never says valid where zod refuses: 20,000 generated bodies', () => {

@@ -79,18 +79,20 @@ function call(path: string, extra: Partial<GuardedRequest> = {}): GuardedRequest
 
 const ALL = (): boolean => true;
 
+// One upstream for both suites.
+before(async () => {
+  server = createServer(route);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  agent = new Agent();
+});
+after(async () => {
+  for (const response of [...stalled, ...held]) response.destroy();
+  await agent.close();
+  server.close();
+});
+
 describe('guardedAnswer (a plain answer read without a stream)', () => {
-  before(async () => {
-    server = createServer(route);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    agent = new Agent();
-  });
-  after(async () => {
-    for (const response of [...stalled, ...held]) response.destroy();
-    await agent.close();
-    server.close();
-  });
 
   test('a 2xx answer is read whole: prefix ended, bytes as sent, body an ended stream, redact bound, abort listener gone', async () => {
     const controller = new AbortController();
@@ -168,18 +170,6 @@ describe('guardedAnswer (a plain answer read without a stream)', () => {
 
 describe('guardedAnswer with untilData (a stream settles on its first bytes)', () => {
   const SSE_ONLY = (headers: Record<string, unknown>): boolean => !/event-stream/.test(String(headers['content-type']));
-  before(async () => {
-    server = createServer(route);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    agent = new Agent();
-  });
-  after(async () => {
-    for (const response of [...stalled, ...held]) response.destroy();
-    await agent.close();
-    server.close();
-  });
-
   test('headers alone do not settle it; its first bytes do, and they and the rest are in its stream', async () => {
     let headersSeen = 0;
     const onHeaders = (): void => void headersSeen++;

@@ -10,6 +10,7 @@ import { completionsBodySchema } from './completions-body.ts';
 import { embeddingsBodySchema } from './embeddings-body.ts';
 import type { InferenceEndpoint } from './inference-endpoint.ts';
 import { countTokensBodySchema, messagesBodySchema } from './messages-body.ts';
+import { countTokensBodyClearlyValid, messagesBodyClearlyValid } from './messages-body-fast-check.ts';
 import { responsesBodySchema } from './responses-body.ts';
 import { describeZodIssue, formatIssue, formatIssuePath } from './zod-issues.ts';
 
@@ -20,6 +21,12 @@ const BODY_SCHEMAS: Readonly<Record<InferenceEndpoint, z.ZodType>> = {
   responses: responsesBodySchema,
   messages: messagesBodySchema,
   'messages.count_tokens': countTokensBodySchema,
+};
+
+const FAST_CHECKS: Partial<Record<InferenceEndpoint, (body: Record<string, unknown>) => boolean>> = {
+  'chat.completions': chatBodyClearlyValid,
+  messages: messagesBodyClearlyValid,
+  'messages.count_tokens': countTokensBodyClearlyValid,
 };
 
 // Passed to safeParse so the house wording applies to these schemas only, not zod globally.
@@ -41,8 +48,8 @@ export function validateRequestBody(endpoint: InferenceEndpoint, body: unknown):
   // An endpoint outside the union (from untyped callers) has nothing to check.
   if (schema === undefined) return undefined;
   try {
-    // The common chat body is checked without zod; zod still decides (and words) everything else.
-    if (endpoint === 'chat.completions' && chatBodyClearlyValid(body as Record<string, unknown>)) return undefined;
+    // The common chat and Messages bodies are checked without zod; zod still decides (and words) everything else.
+    if (FAST_CHECKS[endpoint]?.(body as Record<string, unknown>) === true) return undefined;
     const result = schema.safeParse(body, PARSE_CONTEXT);
     if (result.success) return undefined;
     const issues = result.error.issues;

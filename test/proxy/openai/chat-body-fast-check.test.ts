@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { chatBodyClearlyValid } from '../../../proxy/openai/chat-body-fast-check.ts';
 import { chatCompletionsBodySchema } from '../../../proxy/openai/chat-completions-body.ts';
 import { LIMIT_VIOLATIONS, VALID_BODIES } from '../../fixtures/limits-violations.ts';
+import { mutatedBodies } from '../../helpers/mutated-bodies.ts';
 
 // The fast check may only say "valid" where zod does; it should say so for common bodies.
 
@@ -24,15 +25,6 @@ const FIELDS = [
   'model', 'messages', 'temperature', 'top_p', 'frequency_penalty', 'presence_penalty', 'logit_bias', 'n', 'logprobs', 'top_logprobs',
   'max_tokens', 'max_completion_tokens', 'stop', 'stream', 'stream_options', 'seed', 'tools', 'tool_choice', 'user', 'other',
 ];
-
-/** A small deterministic generator (no Math.random: the same bodies every run). */
-function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state * 1664525 + 1013904223) >>> 0;
-    return state / 2 ** 32;
-  };
-}
 
 describe('chatBodyClearlyValid', () => {
   it('says valid for the harness body and common shapes', () => {
@@ -90,18 +82,8 @@ describe('chatBodyClearlyValid', () => {
   });
 
   it('never says valid where zod refuses: 20,000 generated bodies', () => {
-    const random = generator(32);
-    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
     let fast = 0;
-    for (let index = 0; index < 20_000; index++) {
-      const body: Record<string, unknown> = { model: 'm', messages: [MESSAGE] };
-      const changes = 1 + Math.floor(random() * 3);
-      for (let change = 0; change < changes; change++) {
-        const value = pick(POOL);
-        const field = pick(FIELDS);
-        if (value === undefined) delete body[field];
-        else body[field] = value;
-      }
+    for (const body of mutatedBodies(32, { model: 'm', messages: [MESSAGE] }, FIELDS, POOL, 20_000)) {
       if (!chatBodyClearlyValid(body)) continue;
       fast++;
       assert.equal(zodAccepts(body), true, JSON.stringify(body));

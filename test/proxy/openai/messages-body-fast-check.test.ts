@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { countTokensBodyClearlyValid, messagesBodyClearlyValid } from '../../../proxy/openai/messages-body-fast-check.ts';
 import { countTokensBodySchema, messagesBodySchema } from '../../../proxy/openai/messages-body.ts';
 import { LIMIT_VIOLATIONS, VALID_BODIES } from '../../fixtures/limits-violations.ts';
+import { mutatedBodies } from '../../helpers/mutated-bodies.ts';
 
 // The Messages fast checks may only say "valid" where zod does; they should for Claude Code's turns.
 
@@ -24,15 +25,6 @@ const POOL: readonly unknown[] = [
 const FIELDS = [
   'model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'max_tokens', 'stream', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'metadata', 'other',
 ];
-
-/** A small deterministic generator (no Math.random: the same bodies every run). */
-function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state * 1664525 + 1013904223) >>> 0;
-    return state / 2 ** 32;
-  };
-}
 
 /** A Claude Code turn: system blocks, tools, tool use and results, thinking, metadata. */
 function agentTurn(): Record<string, unknown> {
@@ -80,18 +72,8 @@ describe('Messages body fast checks', () => {
 
   it('never say valid where zod refuses: 20,000 generated bodies each', () => {
     for (const { fast, zod } of CHECKS) {
-      const random = generator(7);
-      const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
       let taken = 0;
-      for (let index = 0; index < 20_000; index++) {
-        const body: Record<string, unknown> = { model: 'm', max_tokens: 16, messages: [USER] };
-        const changes = 1 + Math.floor(random() * 3);
-        for (let change = 0; change < changes; change++) {
-          const value = pick(POOL);
-          const field = pick(FIELDS);
-          if (value === undefined) delete body[field];
-          else body[field] = value;
-        }
+      for (const body of mutatedBodies(7, { model: 'm', max_tokens: 16, messages: [USER] }, FIELDS, POOL, 20_000)) {
         if (!fast(body)) continue;
         taken++;
         assert.equal(zod(body), true, JSON.stringify(body));

@@ -12,6 +12,7 @@ import type { InferenceEndpoint } from './inference-endpoint.ts';
 import { countTokensBodySchema, messagesBodySchema } from './messages-body.ts';
 import { countTokensBodyClearlyValid, messagesBodyClearlyValid } from './messages-body-fast-check.ts';
 import { responsesBodySchema } from './responses-body.ts';
+import { responsesBodyClearlyValid } from './responses-body-fast-check.ts';
 import { describeZodIssue, formatIssue, formatIssuePath } from './zod-issues.ts';
 
 const BODY_SCHEMAS: Readonly<Record<InferenceEndpoint, z.ZodType>> = {
@@ -27,6 +28,7 @@ const FAST_CHECKS: Partial<Record<InferenceEndpoint, (body: Record<string, unkno
   'chat.completions': chatBodyClearlyValid,
   messages: messagesBodyClearlyValid,
   'messages.count_tokens': countTokensBodyClearlyValid,
+  responses: responsesBodyClearlyValid,
 };
 
 // Passed to safeParse so the house wording applies to these schemas only, not zod globally.
@@ -48,7 +50,7 @@ export function validateRequestBody(endpoint: InferenceEndpoint, body: unknown):
   // An endpoint outside the union (from untyped callers) has nothing to check.
   if (schema === undefined) return undefined;
   try {
-    // The common chat and Messages bodies are checked without zod; zod still decides (and words) everything else.
+    // The common chat, Messages and Responses bodies are checked without zod; zod still decides (and words) everything else.
     if (FAST_CHECKS[endpoint]?.(body as Record<string, unknown>) === true) return undefined;
     const result = schema.safeParse(body, PARSE_CONTEXT);
     if (result.success) return undefined;

@@ -13,17 +13,17 @@ const INT64_BOUND = 9223372036854776000;
 // Fields of the schema this check does not read: any of them present sends the body to zod.
 const UNCHECKED_FIELDS = ['logit_bias', 'top_logprobs'] as const;
 
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** A finite number in [min, max], null, or absent. */
-function rangeOk(value: unknown, min: number, max: number): boolean {
+export function rangeOk(value: unknown, min: number, max: number): boolean {
   return value === undefined || value === null || (typeof value === 'number' && value >= min && value <= max);
 }
 
 /** z.int().min(min).max(max).nullable().optional(). */
-function intOk(value: unknown, min: number, max: number): boolean {
+export function intOk(value: unknown, min: number, max: number): boolean {
   return value === undefined || value === null || (Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max);
 }
 
@@ -38,7 +38,7 @@ function messagesOk(messages: unknown): boolean {
 }
 
 /** shared-fields.ts's `tools`: absent, or an array of objects each with a string `type`. */
-function toolsOk(tools: unknown): boolean {
+export function toolsOk(tools: unknown): boolean {
   if (tools === undefined) return true;
   if (!Array.isArray(tools)) return false;
   for (const tool of tools) if (!isObject(tool) || typeof tool['type'] !== 'string') return false;
@@ -46,7 +46,7 @@ function toolsOk(tools: unknown): boolean {
 }
 
 /** shared-fields.ts's `toolChoice`: absent, none / auto / required, or an object. */
-function toolChoiceOk(choice: unknown): boolean {
+export function toolChoiceOk(choice: unknown): boolean {
   return choice === undefined || choice === 'none' || choice === 'auto' || choice === 'required' || isObject(choice);
 }
 

@@ -1,3 +1,7 @@
+import assert from 'node:assert/strict';
+import type { InferenceEndpoint } from '../../proxy/openai/inference-endpoint.ts';
+import { LIMIT_VIOLATIONS, VALID_BODIES } from '../fixtures/limits-violations.ts';
+
 // Bodies for the fast checks' differential tests (a fast check may only say "valid" where
 // zod does): a base body with one to three fields changed, deterministically.
 
@@ -36,4 +40,17 @@ export function* mutatedBodies(
     }
     yield body;
   }
+}
+
+/**
+ * The fixtures' verdicts for one endpoint: `fast` says valid only where `zod` does, and never
+ * for a limit violation.
+ */
+export function assertFixturesAgree(endpoint: InferenceEndpoint, fast: (body: Record<string, unknown>) => boolean, zod: (body: unknown) => boolean): void {
+  for (const row of [...VALID_BODIES, ...LIMIT_VIOLATIONS]) {
+    if (row.endpoint !== endpoint) continue;
+    const body = JSON.parse(JSON.stringify(row.body)) as Record<string, unknown>;
+    if (fast(body)) assert.equal(zod(body), true, row.name);
+  }
+  for (const row of LIMIT_VIOLATIONS) if (row.endpoint === endpoint) assert.equal(fast(JSON.parse(JSON.stringify(row.body))), false, row.name);
 }

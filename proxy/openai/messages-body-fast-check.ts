@@ -5,9 +5,7 @@
 // not know for sure goes to zod, which writes the error messages
 // (test/proxy/openai/messages-body-fast-check.test.ts compares the two).
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+import { isObject } from './chat-body-fast-check.ts';
 
 function nonEmptyString(value: unknown): boolean {
   return typeof value === 'string' && value.length > 0;

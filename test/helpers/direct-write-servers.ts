@@ -1,4 +1,5 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import { after, before } from 'node:test';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { rawExchange } from './raw-http.ts';
 
 /**
@@ -33,6 +34,40 @@ export async function startDirectWriteServers(route: (server: FastifyInstance) =
       await hooked.close();
     },
   };
+}
+
+/** The servers of one test file: started before its tests, closed after them. */
+export function useDirectWriteServers(route: (server: FastifyInstance) => void): DirectWriteServers {
+  let servers: DirectWriteServers | undefined;
+  before(async () => {
+    servers = await startDirectWriteServers(route);
+  });
+  after(async () => servers?.close());
+  const started = (): DirectWriteServers => {
+    if (servers === undefined) throw new Error('the direct-write servers start in before()');
+    return servers;
+  };
+  return {
+    get plain() {
+      return started().plain;
+    },
+    get hooked() {
+      return started().hooked;
+    },
+    get hookSaw() {
+      return started().hookSaw;
+    },
+    close: () => started().close(),
+  };
+}
+
+/** Counts the reply's reply.send calls in `counter.sends` (the direct writes must make none). */
+export function countSends(reply: FastifyReply, counter: { sends: number }): void {
+  const send = reply.send.bind(reply);
+  reply.send = ((payload: unknown) => {
+    counter.sends++;
+    return send(payload);
+  }) as FastifyReply['send'];
 }
 
 export function portOf(server: FastifyInstance): number {

@@ -1,10 +1,10 @@
 // sendPlain against reply.send on the same reply state: the same bytes on the wire (status
 // line, header order and case, length, body), and reply.send wherever a hook must see it.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { sendPlain } from '../../../proxy/endpoints/plain-write.ts';
-import { rawPost, startDirectWriteServers, type DirectWriteServers } from '../../helpers/direct-write-servers.ts';
+import { rawPost, countSends, useDirectWriteServers } from '../../helpers/direct-write-servers.ts';
 
 const JSON_BYTES = Buffer.from('{"id":"x","choices":[{"message":{"content":"héllo"}}]}');
 
@@ -27,10 +27,9 @@ const CASES: Case[] = [
   { name: 'repeated values', status: 200, headers: { 'content-type': 'application/json', 'x-ratelimit-a': ['1', '2'] }, out: JSON_BYTES },
 ];
 
-let app: FastifyInstance;
-let hooked: FastifyInstance;
-let servers: DirectWriteServers;
-let sendCalls = 0;
+const servers = useDirectWriteServers(route);
+/** reply.send calls on the direct routes. */
+const calls = { sends: 0 };
 
 function route(target: FastifyInstance): void {
   target.post('/:mode/:index', async (request, reply) => {
@@ -39,46 +38,34 @@ function route(target: FastifyInstance): void {
     for (const [name, value] of Object.entries(item.headers)) reply.header(name, value);
     reply.code(item.status);
     if (mode === 'send') return reply.send(item.out);
-    const send = reply.send.bind(reply);
-    reply.send = ((payload: unknown) => {
-      sendCalls++;
-      return send(payload);
-    }) as FastifyReply['send'];
+    countSends(reply, calls);
     sendPlain(reply, item.out);
   });
 }
 
-before(async () => {
-  servers = await startDirectWriteServers(route);
-  app = servers.plain;
-  hooked = servers.hooked;
-});
-
-after(async () => servers.close());
-
 describe('sendPlain', () => {
   for (const [index, item] of CASES.entries()) {
     test(`${item.name}: the same bytes as reply.send`, async () => {
-      assert.equal(await rawPost(app, `/plain/${index}`), await rawPost(app, `/send/${index}`));
+      assert.equal(await rawPost(servers.plain, `/plain/${index}`), await rawPost(servers.plain, `/send/${index}`));
     });
   }
 
   test('the plain JSON answer does not go through reply.send; the others do', async () => {
-    sendCalls = 0;
-    await rawPost(app, '/plain/0');
-    await rawPost(app, '/plain/1');
-    await rawPost(app, '/plain/3');
-    assert.equal(sendCalls, 0);
-    await rawPost(app, '/plain/4');
-    await rawPost(app, '/plain/5');
-    await rawPost(app, '/plain/6');
-    await rawPost(app, '/plain/7');
-    assert.equal(sendCalls, 4);
+    calls.sends = 0;
+    await rawPost(servers.plain, '/plain/0');
+    await rawPost(servers.plain, '/plain/1');
+    await rawPost(servers.plain, '/plain/3');
+    assert.equal(calls.sends, 0);
+    await rawPost(servers.plain, '/plain/4');
+    await rawPost(servers.plain, '/plain/5');
+    await rawPost(servers.plain, '/plain/6');
+    await rawPost(servers.plain, '/plain/7');
+    assert.equal(calls.sends, 4);
   });
 
   test('an onSend hook (the exchange capture) still sees the answer', async () => {
     servers.hookSaw.length = 0;
-    assert.equal(await rawPost(hooked, '/plain/0'), await rawPost(hooked, '/send/0'));
+    assert.equal(await rawPost(servers.hooked, '/plain/0'), await rawPost(servers.hooked, '/send/0'));
     assert.equal(servers.hookSaw.length, 2);
     assert.deepEqual(servers.hookSaw[0], JSON_BYTES);
   });

@@ -4,13 +4,13 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { sendRelayed } from '../../../proxy/endpoints/plain-write.ts';
 import { FrameRelay, PASS_THROUGH, type RelayStep } from '../../../proxy/streams/frame-relay.ts';
 import { SseFrameFlow } from '../../../proxy/streams/sse-frame-pipeline.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { portOf, rawPost, startDirectWriteServers, type DirectWriteServers } from '../../helpers/direct-write-servers.ts';
+import { portOf, rawPost, countSends, useDirectWriteServers } from '../../helpers/direct-write-servers.ts';
 
 const EVENTS = ['data: {"a":"héllo"}\n\n', 'data: {"b":2}\n', '\n: keep-alive\n\n', 'data: [DONE]\n\n'];
 const FAILING: RelayStep = {
@@ -20,10 +20,9 @@ const FAILING: RelayStep = {
   end: () => '',
 };
 
-let app: FastifyInstance;
-let hooked: FastifyInstance;
-let servers: DirectWriteServers;
-let sendCalls = 0;
+const servers = useDirectWriteServers(route);
+/** reply.send calls on the direct routes. */
+const calls = { sends: 0 };
 /** The slow client's source, to watch it being paused and let go. */
 let slowSource: PassThrough | undefined;
 /** Whether the 'buffered' route had written its head when sendRelayed returned. */
@@ -54,36 +53,24 @@ function route(target: FastifyInstance): void {
     }
     const failure = (): undefined => undefined;
     if (mode === 'send') return reply.send(new FrameRelay(source, step, failure));
-    const send = reply.send.bind(reply);
-    reply.send = ((payload: unknown) => {
-      sendCalls++;
-      return send(payload);
-    }) as FastifyReply['send'];
+    countSends(reply, calls);
     return sendRelayed(reply, source, step, failure);
   });
 }
 
-before(async () => {
-  servers = await startDirectWriteServers(route);
-  app = servers.plain;
-  hooked = servers.hooked;
-});
-
-after(async () => servers.close());
-
 describe('sendRelayed', () => {
   test('a stream: the same bytes as reply.send(FrameRelay), without reply.send', async () => {
-    sendCalls = 0;
-    const direct = await rawPost(app, '/relay/events');
-    assert.equal(direct, await rawPost(app, '/send/events'));
+    calls.sends = 0;
+    const direct = await rawPost(servers.plain, '/relay/events');
+    assert.equal(direct, await rawPost(servers.plain, '/send/events'));
     assert.match(direct, /transfer-encoding: chunked/i);
     assert.ok(direct.includes('data: [DONE]'));
-    assert.equal(sendCalls, 0);
+    assert.equal(calls.sends, 0);
   });
 
   test('a chunk the source holds already is written before sendRelayed returns, not a tick later', async () => {
     headersSentOnReturn = undefined;
-    const answer = await rawPost(app, '/relay/buffered');
+    const answer = await rawPost(servers.plain, '/relay/buffered');
     assert.equal(headersSentOnReturn, true);
     const body = answer.split('\r\n\r\n').slice(1).join('\r\n\r\n');
     const first = body.indexOf('data: {"a":');
@@ -91,7 +78,7 @@ describe('sendRelayed', () => {
   });
 
   test('a failure before the first piece: the error answer reply.send gives', async () => {
-    sendCalls = 0;
+    calls.sends = 0;
     // The same status, fields and body; the fields' order differs (reply.send(stream) had
     // copied the stream's headers onto the response before the error answer was made).
     const sorted = (answer: string): string => {
@@ -99,28 +86,28 @@ describe('sendRelayed', () => {
       const [status, ...fields] = head.split('\r\n');
       return [status, ...fields.sort(), '', body].join('\r\n');
     };
-    const direct = await rawPost(app, '/relay/fails');
-    assert.equal(sorted(direct), sorted(await rawPost(app, '/send/fails')));
+    const direct = await rawPost(servers.plain, '/relay/fails');
+    assert.equal(sorted(direct), sorted(await rawPost(servers.plain, '/send/fails')));
     assert.match(direct, /^HTTP\/1.1 500/);
-    assert.ok(sendCalls > 0, 'the error went through reply.send');
+    assert.ok(calls.sends > 0, 'the error went through reply.send');
   });
 
   test('a header Node refuses to write: an error answer, no throw into the relay, the upstream let go', async () => {
-    const direct = await rawPost(app, '/relay/bad-header');
+    const direct = await rawPost(servers.plain, '/relay/bad-header');
     assert.match(direct, /^HTTP\/1.1 500/);
     assert.match(direct, /Invalid character in header content/);
-    assert.equal(await rawPost(app, '/relay/events').then((answer) => answer.includes('data: [DONE]')), true, 'still serving');
+    assert.equal(await rawPost(servers.plain, '/relay/events').then((answer) => answer.includes('data: [DONE]')), true, 'still serving');
   });
 
   test('an onSend hook (the exchange capture) still sees the stream', async () => {
     servers.hookSaw.length = 0;
-    assert.equal(await rawPost(hooked, '/relay/events'), await rawPost(hooked, '/send/events'));
+    assert.equal(await rawPost(servers.hooked, '/relay/events'), await rawPost(servers.hooked, '/send/events'));
     assert.equal(servers.hookSaw.length, 2);
     assert.ok(servers.hookSaw[0] instanceof FrameRelay);
   });
 
   test('a client that reads slowly: the source waits for it, and every byte arrives in order', async () => {
-    const socket = connect(portOf(app), '127.0.0.1');
+    const socket = connect(portOf(servers.plain), '127.0.0.1');
     socket.write('POST /relay/slow HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n');
     socket.pause();
     const source = await eventually(() => slowSource, 'the route ran');
@@ -148,7 +135,7 @@ describe('sendRelayed', () => {
 
   test('a client that leaves mid-stream: the relay stops reading its source, nothing throws', async () => {
     slowSource = undefined;
-    const socket = connect(portOf(app), '127.0.0.1');
+    const socket = connect(portOf(servers.plain), '127.0.0.1');
     socket.write('POST /relay/slow HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n');
     const source = await eventually(() => slowSource, 'the route ran');
     source.write('data: 1\n\n');

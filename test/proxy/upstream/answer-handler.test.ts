@@ -79,6 +79,22 @@ function call(path: string, extra: Partial<GuardedRequest> = {}): GuardedRequest
 
 const ALL = (): boolean => true;
 
+/**
+ * Starts a call whose upstream answer waits in `waiting`, aborts it: it rejects with the
+ * reason, the upstream connection is dropped and no abort listener is left.
+ */
+async function abortRejectsAndDrops(waiting: readonly ServerResponse[], start: (signal: AbortSignal) => Promise<unknown>): Promise<void> {
+  const controller = new AbortController();
+  const before = waiting.length;
+  const pending = start(controller.signal);
+  const response = await eventually(() => waiting[before], 'the upstream answer started');
+  const reason = new GatewayError('AIGW_ERR_REQUEST_TIMEOUT', 'gone');
+  controller.abort(reason);
+  await assert.rejects(pending, (error: unknown) => error === reason);
+  await eventually(() => response.destroyed || response.socket === null || response.socket.destroyed, 'the upstream connection closed');
+  assert.equal(getEventListeners(controller.signal, 'abort').length, 0);
+}
+
 // One upstream for both suites.
 before(async () => {
   server = createServer(route);
@@ -134,15 +150,7 @@ describe('guardedAnswer (a plain answer read without a stream)', () => {
   });
 
   test('an abort while the answer is gathered rejects with the reason and drops the connection', async () => {
-    const controller = new AbortController();
-    const before = stalled.length;
-    const pending = guardedAnswer(call('/stall', { signal: controller.signal }), 1024, ALL);
-    const response = await eventually(() => stalled[before], 'the stalled answer started');
-    const reason = new GatewayError('AIGW_ERR_REQUEST_TIMEOUT', 'gone');
-    controller.abort(reason);
-    await assert.rejects(pending, (error: unknown) => error === reason);
-    await eventually(() => response.destroyed || response.socket === null || response.socket.destroyed, 'the upstream connection closed');
-    assert.equal(getEventListeners(controller.signal, 'abort').length, 0);
+    await abortRejectsAndDrops(stalled, (signal) => guardedAnswer(call('/stall', { signal }), 1024, ALL));
   });
 
   test('an already aborted signal fails the call as dispatcher.request did (its reason, mapped)', async () => {
@@ -209,15 +217,7 @@ describe('guardedAnswer with untilData (a stream settles on its first bytes)', (
   });
 
   test('an abort before the first byte rejects with the reason (no hang) and drops the connection', async () => {
-    const controller = new AbortController();
-    const before = held.length;
-    const pending = guardedAnswer(call('/sse-held', { signal: controller.signal }), 1024, SSE_ONLY, true);
-    const response = await eventually(() => held[before], 'the stream sent its headers');
-    const reason = new GatewayError('AIGW_ERR_REQUEST_TIMEOUT', 'gone');
-    controller.abort(reason);
-    await assert.rejects(pending, (error: unknown) => error === reason);
-    await eventually(() => response.destroyed || response.socket === null || response.socket.destroyed, 'the upstream connection closed');
-    assert.equal(getEventListeners(controller.signal, 'abort').length, 0);
+    await abortRejectsAndDrops(held, (signal) => guardedAnswer(call('/sse-held', { signal }), 1024, SSE_ONLY, true));
   });
 
   test('a stream that breaks before its first byte rejects as a broken connection', async () => {

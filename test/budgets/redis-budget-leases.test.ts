@@ -25,7 +25,15 @@ async function fields(key: string): Promise<{ used: number; spent: number; lease
   return { used: Number(all['u'] ?? 0), spent: Number(all['s'] ?? 0), leased, open };
 }
 
-const leaseGranted = (key: string) => eventually(async () => (await fields(key)).leased > 0, 'a lease in Redis');
+/**
+ * A lease in Redis, and in the store: Redis sent the grant to the store's connection before
+ * it answered ours, but the store may not have read it yet. A round trip on the store's own
+ * connection (replies come in order) lets it, so its next reservation is taken from the lease.
+ */
+async function leaseGranted(store: RedisBudgetStore, key: string): Promise<void> {
+  await eventually(async () => (await fields(key)).leased > 0, 'a lease in Redis');
+  await store.recall('lease-test:round-trip');
+}
 
 describe('RedisBudgetStore leases', { skip }, () => {
   const stores: RedisBudgetStore[] = [];
@@ -45,7 +53,7 @@ describe('RedisBudgetStore leases', { skip }, () => {
       await store.connect(2_000);
       const key = counter('quiet');
       assert.deepEqual(await store.reserve(reserve(key, 1_000_000, 100), 'first'), { admitted: true, used: [100] });
-      await leaseGranted(key);
+      await leaseGranted(store, key);
       // 32 reservations' worth: 3,200 leased, 3,300 used in Redis.
       assert.deepEqual(await fields(key), { used: 3_300, spent: 0, leased: 3_200, open: 100 });
       proxy.sent.length = 0;
@@ -70,7 +78,7 @@ describe('RedisBudgetStore leases', { skip }, () => {
       await store.connect(2_000);
       const key = counter('together');
       await store.reserve(reserve(key, 1_000_000, 100), 'together-first');
-      await leaseGranted(key);
+      await leaseGranted(store, key);
       for (let i = 0; i < 20; i++) assert.ok((await store.reserve(reserve(key, 1_000_000, 100), `together-${i}`)).admitted);
       proxy.sent.length = 0;
       const ended = Array.from({ length: 20 }, (_, i) => store.settle([{ key, actual: 100, ttlSeconds: 60, alertAt: 1_050 }], `together-${i}`));
@@ -134,7 +142,7 @@ describe('RedisBudgetStore leases', { skip }, () => {
     const store = open({ leases: { idleMs: 20 } });
     const key = counter('idle');
     await store.reserve(reserve(key, 1_000_000, 100), 'idle-1');
-    await leaseGranted(key);
+    await leaseGranted(store, key);
     assert.ok(await store.reserve(reserve(key, 1_000_000, 100), 'idle-2'));
     await store.settle(settle(key, 40), 'idle-1');
     await store.settle(settle(key, 40), 'idle-2');
@@ -160,7 +168,7 @@ describe('RedisBudgetStore leases', { skip }, () => {
     const store = open();
     const key = counter('lowered');
     await store.reserve(reserve(key, 1_000_000, 100), 'low-1');
-    await leaseGranted(key);
+    await leaseGranted(store, key);
     await store.settle(settle(key, 100), 'low-1');
     // The policy now allows 150: 100 spent; the lease (3,200) must not count against it.
     assert.deepEqual(await store.reserve(reserve(key, 150, 50), 'low-2'), { admitted: true, used: [150] });
